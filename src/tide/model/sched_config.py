@@ -1,0 +1,63 @@
+"""Scheduling configuration: the slurm.conf keys that steer the core.
+
+Defaults are Slurm 22.05's documented defaults unless noted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class BackfillMode(str, Enum):
+    NONE = "none"  # sched/builtin: strict priority order
+    EASY = "easy"  # reservation for the first blocked job only
+    CONSERVATIVE = "conservative"  # sched/backfill: a reservation for every tested job
+
+
+class QueueOrder(str, Enum):
+    PRIORITY = "priority"  # multifactor priority (Slurm)
+    FCFS = "fcfs"  # submit order
+    SJF = "sjf"  # shortest time limit first
+
+
+@dataclass(slots=True)
+class PriorityWeights:
+    age: int = 0
+    fairshare: int = 0
+    job_size: int = 0
+    partition: int = 0
+    qos: int = 0
+    assoc: int = 0
+    tres: dict[str, float] = field(default_factory=dict)  # PriorityWeightTRES
+
+
+@dataclass(slots=True)
+class SchedulerConfig:
+    scheduler_type: str = "sched/backfill"
+    backfill: BackfillMode = BackfillMode.CONSERVATIVE
+    order: QueueOrder = QueueOrder.PRIORITY
+    # SchedulerParameters
+    bf_window: int = 86400  # seconds (Slurm: minutes, default 1440)
+    bf_resolution: int = 60  # seconds
+    bf_max_job_test: int = 500
+    bf_interval: int = 30  # seconds
+    bf_continue: bool = False
+    default_queue_depth: int = 100
+    # priority/multifactor
+    priority_type: str = "priority/multifactor"
+    weights: PriorityWeights = field(default_factory=PriorityWeights)
+    decay_half_life: int = 7 * 86400  # seconds; 0 = no decay
+    max_age: int = 7 * 86400  # seconds
+    favor_small: bool = False
+    priority_flags: tuple[str, ...] = ()
+    # placement
+    topology_plugin: str = "topology/flat"
+    select_type: str = "select/cons_tres"
+    select_type_parameters: tuple[str, ...] = ("CR_Core_Memory",)
+    max_switch_wait: int = 300  # seconds (SchedulerParameters max_switch_wait)
+    # preemption (issue 7 fills these in)
+    preempt_type: str = "preempt/none"
+    preempt_mode: str = "OFF"
+    # unknown / passthrough keys kept for round-trips
+    extra: dict[str, str] = field(default_factory=dict)

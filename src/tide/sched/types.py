@@ -1,0 +1,139 @@
+"""The core's input and output: a snapshot in, decisions out.
+
+The core is a pure function of a `Snapshot`: no I/O, no clock (`now` is an
+input), no unseeded randomness. The live controller and the twin build the
+snapshot, call `tide.sched.schedule`, and apply the returned decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tide.model import AccountTree, Cluster, Job, Reservation
+from tide.model.sched_config import SchedulerConfig
+
+
+class Reason(str, Enum):
+    """Pending reasons, with Slurm's exact spellings (squeue %r)."""
+
+    NONE = "None"
+    PRIORITY = "Priority"
+    RESOURCES = "Resources"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
+    BEGIN_TIME = "BeginTime"
+    JOB_HELD_USER = "JobHeldUser"
+    JOB_HELD_ADMIN = "JobHeldAdmin"
+    PARTITION_TIME_LIMIT = "PartitionTimeLimit"
+    PARTITION_NODE_LIMIT = "PartitionNodeLimit"
+    PARTITION_DOWN = "PartitionDown"
+    PARTITION_INACTIVE = "PartitionInactive"
+    REQ_NODE_NOT_AVAIL = "ReqNodeNotAvail"
+    RESERVATION = "Reservation"
+    BAD_CONSTRAINTS = "BadConstraints"
+    ASSOC_GRP_GRES = "AssocGrpGRES"
+    ASSOC_GRP_JOBS_LIMIT = "AssocGrpJobsLimit"
+    ASSOC_GRP_CPU_LIMIT = "AssocGrpCpuLimit"
+    ASSOC_GRP_NODE_LIMIT = "AssocGrpNodeLimit"
+    ASSOC_MAX_JOBS_LIMIT = "AssocMaxJobsLimit"
+    ASSOC_MAX_WALL = "AssocMaxWallDurationPerJobLimit"
+    ASSOC_MAX_GRES_PER_JOB = "AssocMaxGRESPerJob"
+    QOS_MAX_GRES_PER_USER = "QOSMaxGRESPerUser"
+    QOS_MAX_JOBS_PER_USER = "QOSMaxJobsPerUserLimit"
+    QOS_GRP_GRES = "QOSGrpGRES"
+    QOS_GRP_JOBS_LIMIT = "QOSGrpJobsLimit"
+    QOS_MAX_WALL = "QOSMaxWallDurationPerJobLimit"
+    QOS_MAX_GRES_PER_JOB = "QOSMaxGRESPerJob"
+    INVALID_ACCOUNT = "InvalidAccount"
+    INVALID_QOS = "InvalidQOS"
+    ACCOUNT_NOT_ALLOWED = "AccountNotAllowed"
+    QOS_NOT_ALLOWED = "QOSNotAllowed"
+    JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
+    NODE_DOWN = "NodeDown"
+    SWITCHES = "Resources"  # Slurm shows Resources while waiting for --switches
+
+
+@dataclass(slots=True, frozen=True)
+class NodeAlloc:
+    """What one job holds on one node."""
+
+    node: int  # index into Cluster.nodes
+    gpus: tuple[int, ...] = ()  # GPU device indices
+    cores: tuple[int, ...] = ()  # core ids (CR_Core unit)
+    mem: int = 0  # MB
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.gpus)
+
+
+@dataclass(slots=True, frozen=True)
+class Allocation:
+    job_id: int
+    nodes: tuple[NodeAlloc, ...]
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(len(n.gpus) for n in self.nodes)
+
+    @property
+    def node_indices(self) -> tuple[int, ...]:
+        return tuple(n.node for n in self.nodes)
+
+
+@dataclass(slots=True)
+class Running:
+    """A running (or suspended) job as the core sees it."""
+
+    job: Job
+    alloc: Allocation
+    start: float
+    end: float  # start + time limit: the plan trusts limits
+
+
+@dataclass(slots=True)
+class Snapshot:
+    cluster: Cluster
+    config: SchedulerConfig
+    now: float
+    pending: list[Job] = field(default_factory=list)
+    running: list[Running] = field(default_factory=list)
+    accounts: AccountTree = field(default_factory=AccountTree)
+    # decayed usage (GPU-seconds or TRES-billing-seconds) per association key:
+    # "account" for accounts, "account/user" for users
+    usage: dict[str, float] = field(default_factory=dict)
+    reservations: list[Reservation] = field(default_factory=list)
+    # outcome of finished jobs, for dependencies: display id -> final state name
+    finished: dict[str, str] = field(default_factory=dict)
+    # whether to run the backfill pass this cycle (the driver owns bf_interval)
+    backfill: bool = True
+
+
+@dataclass(slots=True, frozen=True)
+class Start:
+    job_id: int
+    alloc: Allocation
+    partition: str
+    backfilled: bool = False
+    switches_satisfied: bool = True  # False: --switches wait expired, spread
+    leaf_switches: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class PendingInfo:
+    reason: Reason
+    planned_start: float | None = None
+    planned_nodes: tuple[int, ...] = ()
+    priority: float = 0.0
+
+
+@dataclass(slots=True)
+class Decisions:
+    starts: list[Start] = field(default_factory=list)
+    pending: dict[int, PendingInfo] = field(default_factory=dict)
+    priorities: dict[int, float] = field(default_factory=dict)
+    # jobs to mark eligible now (first time their dependencies/begin passed)
+    eligible: dict[int, float] = field(default_factory=dict)
+    # jobs whose dependency can never be satisfied (kill_invalid_depend off: keep)
+    never: list[int] = field(default_factory=list)
