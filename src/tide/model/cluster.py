@@ -8,10 +8,10 @@ right now lives in the scheduler's state (tide.sched.state), not here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class NodeState(str, Enum):
+class NodeState(StrEnum):
     """Administrative / health state of a node (Slurm's base states)."""
 
     IDLE = "IDLE"  # usable; the scheduler derives ALLOCATED/MIXED from usage
@@ -111,7 +111,7 @@ class Partition:
     requeue: bool | None = None  # partition default for --requeue
 
 
-class TopologyKind(str, Enum):
+class TopologyKind(StrEnum):
     FLAT = "flat"  # topology/flat (Slurm's default: none)
     TREE = "tree"
     BLOCK = "block"

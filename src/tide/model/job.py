@@ -6,10 +6,10 @@ option names, so squeue/sacct habits carry over.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     PENDING = "PENDING"
     RUNNING = "RUNNING"
     SUSPENDED = "SUSPENDED"
@@ -41,7 +41,7 @@ _FINISHED = {
 }
 
 
-class DependencyType(str, Enum):
+class DependencyType(StrEnum):
     AFTER = "after"  # the other job started (or was cancelled)
     AFTERANY = "afterany"
     AFTEROK = "afterok"

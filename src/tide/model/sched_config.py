@@ -6,16 +6,16 @@ Defaults are Slurm 22.05's documented defaults unless noted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class BackfillMode(str, Enum):
+class BackfillMode(StrEnum):
     NONE = "none"  # sched/builtin: strict priority order
     EASY = "easy"  # reservation for the first blocked job only
     CONSERVATIVE = "conservative"  # sched/backfill: a reservation for every tested job
 
 
-class QueueOrder(str, Enum):
+class QueueOrder(StrEnum):
     PRIORITY = "priority"  # multifactor priority (Slurm)
     FCFS = "fcfs"  # submit order
     SJF = "sjf"  # shortest time limit first

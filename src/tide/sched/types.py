@@ -8,13 +8,13 @@ snapshot, call `tide.sched.schedule`, and apply the returned decisions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from tide.model import AccountTree, Cluster, Job, Reservation
 from tide.model.sched_config import SchedulerConfig
 
 
-class Reason(str, Enum):
+class Reason(StrEnum):
     """Pending reasons, with Slurm's exact spellings (squeue %r)."""
 
     NONE = "None"
