@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 Tres = dict[str, int]
 
+# sacctmgr's Fairshare=parent: the association has no shares of its own; for
+# fair-share its children count as children of its nearest non-"parent" ancestor.
+FAIRSHARE_PARENT = -1
+
 
 @dataclass(slots=True)
 class Limits:
@@ -37,12 +41,13 @@ class Limits:
 class Account:
     name: str
     parent: str | None = "root"  # None only for root
-    fairshare: int = 1  # raw shares (sacctmgr Fairshare=)
+    fairshare: int = 1  # raw shares (sacctmgr Fairshare=); FAIRSHARE_PARENT = "parent"
     limits: Limits = field(default_factory=Limits)
     description: str = ""
     organization: str = ""
     qos: tuple[str, ...] = ()
     default_qos: str = ""
+    priority: int | None = None  # association Priority=; None = inherit from the parent
 
 
 @dataclass(slots=True)
@@ -51,10 +56,11 @@ class UserAssoc:
 
     user: str
     account: str
-    fairshare: int = 1
+    fairshare: int = 1  # raw shares; FAIRSHARE_PARENT = "parent"
     limits: Limits = field(default_factory=Limits)
     qos: tuple[str, ...] = ()
     default_qos: str = ""
+    priority: int | None = None  # association Priority=; None = inherit from the account
     admin_level: str = "None"  # None, Operator, Administrator
     default_account: bool = False
 

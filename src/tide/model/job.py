@@ -182,6 +182,7 @@ class Job:
     eligible: float | None = None  # first time the job was eligible
     switch_wait_start: float | None = None
     priority_override: int | None = None
+    site_factor: int = 0  # scontrol update SiteFactor= (multifactor's site_factor)
     meta: dict[str, object] = field(default_factory=dict)
 
     @property
