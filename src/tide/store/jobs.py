@@ -1,0 +1,188 @@
+"""Job rows: bulk insert, guarded state transitions, queries.
+
+Every state change goes through `transition`, an UPDATE guarded by the
+states the caller expects (and optionally the request revision), so a
+scheduling pass that decided on stale data cannot start a job that was
+cancelled or held meanwhile: the guard fails and the caller skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Select, func, insert, or_, select, update
+from sqlalchemy.orm import Session
+
+from tide.store.models import JobEventRow, JobRow
+
+ACTIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
+
+
+def max_job_id(session: Session) -> int:
+    return int(session.scalar(select(func.max(JobRow.id))) or 0)
+
+
+def insert_jobs(session: Session, rows: Sequence[dict[str, Any]], actor: str = "") -> None:
+    """Insert new jobs (dicts of JobRow columns) and their 'submitted' events."""
+    if not rows:
+        return
+    session.execute(insert(JobRow), list(rows))
+    session.execute(
+        insert(JobEventRow),
+        [
+            {
+                "job_id": r["id"],
+                "time": r["submit_time"],
+                "from_state": "",
+                "to_state": r["state"],
+                "reason": "submitted",
+                "actor": actor or r["user"],
+            }
+            for r in rows
+        ],
+    )
+
+
+def get(session: Session, job_id: int) -> JobRow | None:
+    return session.get(JobRow, job_id)
+
+
+def transition(
+    session: Session,
+    job_id: int,
+    from_states: Iterable[str],
+    to_state: str | None,
+    now: float,
+    values: dict[str, Any] | None = None,
+    reason: str = "",
+    actor: str = "",
+    rev: int | None = None,
+) -> bool:
+    """Move a job from one of `from_states` to `to_state` (None: keep the state,
+    only set `values`). Returns False, changing nothing, when the guard fails."""
+    states = tuple(from_states)
+    from_state = states[0] if len(states) == 1 else ""
+    if to_state is not None and not from_state:
+        from_state = session.scalar(select(JobRow.state).where(JobRow.id == job_id)) or ""
+        if from_state not in states:
+            return False
+    stmt = update(JobRow).where(JobRow.id == job_id, JobRow.state.in_(states))
+    if rev is not None:
+        stmt = stmt.where(JobRow.rev == rev)
+    vals = dict(values or {})
+    if to_state is not None:
+        vals["state"] = to_state
+    if not vals:
+        return True
+    result = session.execute(stmt.values(**vals).execution_options(synchronize_session=False))
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    if to_state is not None:
+        add_event(session, job_id, now, from_state, to_state, reason, actor)
+    return True
+
+
+def add_event(
+    session: Session,
+    job_id: int,
+    now: float,
+    from_state: str,
+    to_state: str,
+    reason: str,
+    actor: str,
+) -> None:
+    session.add(
+        JobEventRow(
+            job_id=job_id,
+            time=now,
+            from_state=from_state,
+            to_state=to_state,
+            reason=reason,
+            actor=actor,
+        )
+    )
+
+
+def events(session: Session, job_id: int) -> list[JobEventRow]:
+    stmt = select(JobEventRow).where(JobEventRow.job_id == job_id).order_by(JobEventRow.id)
+    return list(session.scalars(stmt))
+
+
+@dataclass(slots=True)
+class JobFilter:
+    """squeue/sacct style filters; empty means 'any'."""
+
+    ids: tuple[int, ...] = ()
+    array_ids: tuple[int, ...] = ()  # whole arrays by ArrayJobId
+    states: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    start_after: float | None = None  # sacct -S: ended after, or still active
+    end_before: float | None = None  # sacct -E: submitted before
+    limit: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def apply_filter(stmt: Select[Any], f: JobFilter) -> Select[Any]:
+    if f.ids or f.array_ids:
+        conds = []
+        if f.ids:
+            conds.append(JobRow.id.in_(f.ids))
+        if f.array_ids:
+            conds.append(JobRow.array_job_id.in_(f.array_ids))
+        stmt = stmt.where(or_(*conds))
+    if f.states:
+        stmt = stmt.where(JobRow.state.in_(f.states))
+    if f.users:
+        stmt = stmt.where(JobRow.user.in_(f.users))
+    if f.accounts:
+        stmt = stmt.where(JobRow.account.in_(f.accounts))
+    if f.partitions:
+        conds = [JobRow.run_partition.in_(f.partitions)]
+        conds += [JobRow.partition.like(f"%{p}%") for p in f.partitions]
+        stmt = stmt.where(or_(*conds))
+    if f.names:
+        stmt = stmt.where(JobRow.name.in_(f.names))
+    if f.start_after is not None:
+        stmt = stmt.where(or_(JobRow.end_time.is_(None), JobRow.end_time >= f.start_after))
+    if f.end_before is not None:
+        stmt = stmt.where(JobRow.submit_time <= f.end_before)
+    stmt = stmt.order_by(JobRow.id)
+    if f.limit:
+        stmt = stmt.limit(f.limit)
+    return stmt
+
+
+def query_columns(session: Session, columns: Sequence[str], f: JobFilter) -> list[tuple[Any, ...]]:
+    """Rows of the named JobRow columns only: what a 100,000-job `tide queue` reads."""
+    cols = [getattr(JobRow, c) for c in columns]
+    stmt = apply_filter(select(*cols), f)
+    return [tuple(r) for r in session.execute(stmt)]
+
+
+def query_rows(session: Session, f: JobFilter) -> list[JobRow]:
+    return list(session.scalars(apply_filter(select(JobRow), f)))
+
+
+def final_states(session: Session, display_ids: Iterable[str]) -> dict[str, str]:
+    """Final state per display id ("12", "12_3", or "12" for a whole array)."""
+    plain: set[int] = set()
+    for d in display_ids:
+        head = d.split("_", 1)[0].split("+", 1)[0]
+        if head.isdigit():
+            plain.add(int(head))
+    if not plain:
+        return {}
+    stmt = select(JobRow.id, JobRow.array_job_id, JobRow.array_task_id, JobRow.state).where(
+        or_(JobRow.id.in_(plain), JobRow.array_job_id.in_(plain))
+    )
+    out: dict[str, str] = {}
+    for jid, aid, tid, state in session.execute(stmt):
+        if aid is not None and tid is not None:
+            out[f"{aid}_{tid}"] = state
+        out[str(jid)] = state
+    return out

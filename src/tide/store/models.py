@@ -1,0 +1,237 @@
+"""The controller's tables (SQLAlchemy 2 typed declarative models).
+
+Times are epoch seconds (float). Structured values that the scheduler reads
+whole (a JobRequest, an Allocation, Limits) are kept as JSON text: they are
+written once and read back whole, never queried field by field. Columns that
+are filtered or sorted on (state, user, account, partition, times) are real
+columns with indexes.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    name: Mapped[str] = mapped_column(String(256), default="sbatch")
+    user: Mapped[str] = mapped_column(String(128), index=True)
+    account: Mapped[str] = mapped_column(String(128), index=True)
+    partition: Mapped[str] = mapped_column(String(256), default="")  # requested, comma list
+    run_partition: Mapped[str] = mapped_column(String(128), default="")  # where it ran
+    qos: Mapped[str] = mapped_column(String(64), default="normal")
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    reason: Mapped[str] = mapped_column(String(64), default="None")
+    held: Mapped[str] = mapped_column(String(8), default="")  # "", "user", "admin"
+    priority: Mapped[float] = mapped_column(Float, default=0.0)
+    priority_override: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    nice: Mapped[int] = mapped_column(Integer, default=0)
+    array_job_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    array_task_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    dependency: Mapped[str] = mapped_column(Text, default="")  # as written, for display
+    request: Mapped[str] = mapped_column(Text)  # JobRequest JSON (tide.store.codec)
+    rev: Mapped[int] = mapped_column(Integer, default=0)  # bumped when request changes
+    script: Mapped[str] = mapped_column(Text, default="")
+    script_args: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
+    env: Mapped[str] = mapped_column(Text, default="{}")  # JSON dict (exported env)
+    workdir: Mapped[str] = mapped_column(Text, default="")
+    submit_dir: Mapped[str] = mapped_column(Text, default="")
+    time_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)  # seconds
+    gpus_req: Mapped[int] = mapped_column(Integer, default=0)  # requested, for display
+    nodes_req: Mapped[int] = mapped_column(Integer, default=1)
+    # phase timestamps
+    submit_time: Mapped[float] = mapped_column(Float, index=True)
+    eligible_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tasks_running_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    first_step_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    end_time: Mapped[float | None] = mapped_column(Float, nullable=True, index=True)
+    # plan (from the last scheduling pass)
+    planned_start: Mapped[float | None] = mapped_column(Float, nullable=True)
+    planned_nodes: Mapped[str] = mapped_column(Text, default="")
+    switch_wait_start: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # outcome
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    exit_signal: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    derived_exit: Mapped[str] = mapped_column(String(32), default="")
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[str] = mapped_column(String(64), default="")  # who asked
+    allocation: Mapped[str] = mapped_column(Text, default="")  # Allocation JSON
+    nodelist: Mapped[str] = mapped_column(Text, default="")  # compressed hostlist
+    gpus_alloc: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_type: Mapped[str] = mapped_column(String(32), default="")
+    gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # over all attempts
+    stdout_path: Mapped[str] = mapped_column(Text, default="")
+    stderr_path: Mapped[str] = mapped_column(Text, default="")
+    warnings: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
+
+
+class JobEventRow(Base):
+    """One state transition of one job (the history `tide show job` prints)."""
+
+    __tablename__ = "job_events"
+    __table_args__ = (Index("ix_job_events_job_time", "job_id", "time"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[int] = mapped_column(Integer, ForeignKey("jobs.id", ondelete="CASCADE"))
+    time: Mapped[float] = mapped_column(Float)
+    from_state: Mapped[str] = mapped_column(String(16), default="")
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    actor: Mapped[str] = mapped_column(String(128), default="")
+
+
+class AttemptRow(Base):
+    """Accounting: one row per run of a job (a requeued job has several)."""
+
+    __tablename__ = "job_attempts"
+    __table_args__ = (
+        UniqueConstraint("job_id", "attempt"),
+        Index("ix_job_attempts_end", "end_time"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[int] = mapped_column(Integer, ForeignKey("jobs.id", ondelete="CASCADE"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    user: Mapped[str] = mapped_column(String(128), index=True)
+    account: Mapped[str] = mapped_column(String(128), index=True)
+    partition: Mapped[str] = mapped_column(String(128), default="")
+    start_time: Mapped[float] = mapped_column(Float, index=True)
+    end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    state: Mapped[str] = mapped_column(String(16), default="RUNNING")
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    exit_signal: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    allocation: Mapped[str] = mapped_column(Text, default="")
+    nodelist: Mapped[str] = mapped_column(Text, default="")
+    gpus: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_type: Mapped[str] = mapped_column(String(32), default="")
+    cpus: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class NodeRow(Base):
+    """Administrative state of a node; the static description is the cluster file."""
+
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16), default="IDLE")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    reason_user: Mapped[str] = mapped_column(String(128), default="")
+    reason_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class AccountRow(Base):
+    __tablename__ = "accounts"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    parent: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    fairshare: Mapped[int] = mapped_column(Integer, default=1)
+    limits: Mapped[str] = mapped_column(Text, default="{}")  # Limits JSON
+    description: Mapped[str] = mapped_column(Text, default="")
+    organization: Mapped[str] = mapped_column(Text, default="")
+    qos: Mapped[str] = mapped_column(Text, default="")  # comma list
+    default_qos: Mapped[str] = mapped_column(String(64), default="")
+
+
+class UserRow(Base):
+    """A user: the AdminLevel that gives a role, and the default account."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    admin_level: Mapped[str] = mapped_column(String(16), default="None")
+    default_account: Mapped[str] = mapped_column(String(128), default="")
+
+
+class AssocRow(Base):
+    """A user's association with an account (sacctmgr's user/account pair)."""
+
+    __tablename__ = "associations"
+    __table_args__ = (UniqueConstraint("user", "account"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user: Mapped[str] = mapped_column(String(128), index=True)
+    account: Mapped[str] = mapped_column(String(128), index=True)
+    fairshare: Mapped[int] = mapped_column(Integer, default=1)
+    limits: Mapped[str] = mapped_column(Text, default="{}")
+    qos: Mapped[str] = mapped_column(Text, default="")
+    default_qos: Mapped[str] = mapped_column(String(64), default="")
+
+
+class QosRow(Base):
+    __tablename__ = "qos"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    limits: Mapped[str] = mapped_column(Text, default="{}")
+    preempt: Mapped[str] = mapped_column(Text, default="")
+    preempt_mode: Mapped[str] = mapped_column(String(32), default="")
+    grace_time: Mapped[int] = mapped_column(Integer, default=0)
+    usage_factor: Mapped[float] = mapped_column(Float, default=1.0)
+    flags: Mapped[str] = mapped_column(Text, default="")
+
+
+class TokenRow(Base):
+    """An API token. Only its SHA-256 digest is stored; the secret is shown once."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    user: Mapped[str] = mapped_column(String(128), index=True)
+    name: Mapped[str] = mapped_column(String(128), default="")
+    created: Mapped[float] = mapped_column(Float)
+    expires: Mapped[float | None] = mapped_column(Float, nullable=True)
+    revoked: Mapped[bool] = mapped_column(default=False)
+
+
+class UsageRow(Base):
+    """Decayed usage per association key ("account" or "account/user")."""
+
+    __tablename__ = "usage"
+
+    key: Mapped[str] = mapped_column(String(256), primary_key=True)
+    value: Mapped[float] = mapped_column(Float, default=0.0)
+    raw: Mapped[float] = mapped_column(Float, default=0.0)  # undecayed total
+    updated: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class ReservationRow(Base):
+    __tablename__ = "reservations"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    start: Mapped[float] = mapped_column(Float)
+    end: Mapped[float] = mapped_column(Float)
+    nodes: Mapped[str] = mapped_column(Text, default="")  # comma list
+    gpus: Mapped[int] = mapped_column(Integer, default=0)
+    accounts: Mapped[str] = mapped_column(Text, default="")
+    users: Mapped[str] = mapped_column(Text, default="")
+    flags: Mapped[str] = mapped_column(Text, default="")
+    partition: Mapped[str] = mapped_column(String(128), default="")
+
+
+class PriceRow(Base):
+    """Price of one GPU-hour per GPU type ("" = untyped / default)."""
+
+    __tablename__ = "prices"
+
+    gpu_type: Mapped[str] = mapped_column(String(32), primary_key=True)
+    per_gpu_hour: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class MetaRow(Base):
+    """Small key/value facts about this store (cluster name, job id high-water mark)."""
+
+    __tablename__ = "meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, default="")
