@@ -1,0 +1,155 @@
+"""Limits: partition rules and association/QOS limits, with Slurm's reasons.
+
+Counters start from the running jobs and grow as the cycle starts jobs, so
+a limit holds within one cycle as well as across cycles. Association Grp*
+limits apply to the account and every ancestor (Slurm's hierarchy); user
+limits (MaxJobs, MaxTRESPerUser...) to the user's own association.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from tide.model import AccountTree, Job, Limits, Partition
+from tide.sched.shape import Shape
+from tide.sched.types import Reason
+
+GPU = "gres/gpu"
+
+
+def partition_reason(job: Job, part: Partition | None, shape: Shape, n_nodes: int) -> Reason | None:
+    """Why the partition can never (or not now) take this job, else None."""
+    if part is None:
+        return Reason.BAD_CONSTRAINTS
+    if part.state in ("DOWN", "DRAIN"):
+        return Reason.PARTITION_DOWN
+    if part.state == "INACTIVE":
+        return Reason.PARTITION_INACTIVE
+    if part.max_time is not None and shape.time_limit > part.max_time:
+        return Reason.PARTITION_TIME_LIMIT
+    if part.max_nodes is not None and shape.nodes_min > part.max_nodes:
+        return Reason.PARTITION_NODE_LIMIT
+    if shape.nodes_min > n_nodes:
+        return Reason.PARTITION_NODE_LIMIT
+    if part.allow_accounts and job.account not in part.allow_accounts:
+        return Reason.ACCOUNT_NOT_ALLOWED
+    if part.allow_qos and job.qos not in part.allow_qos:
+        return Reason.QOS_NOT_ALLOWED
+    return None
+
+
+@dataclass(slots=True)
+class Counters:
+    """Running totals the limits compare against."""
+
+    acct_gpus: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    acct_jobs: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    user_jobs: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    user_gpus: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    qos_gpus: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    qos_jobs: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    qos_user_gpus: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    qos_user_jobs: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    array_running: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class LimitChecker:
+    def __init__(self, accounts: AccountTree) -> None:
+        self.accounts = accounts
+        self.count = Counters()
+        self._lineage: dict[str, list[str]] = {}
+
+    def lineage(self, account: str) -> list[str]:
+        if account not in self._lineage:
+            self._lineage[account] = self.accounts.lineage(account)
+        return self._lineage[account]
+
+    def add(self, job: Job, gpus: int, sign: int = 1) -> None:
+        c = self.count
+        for acct in self.lineage(job.account):
+            c.acct_gpus[acct] += sign * gpus
+            c.acct_jobs[acct] += sign
+        key = (job.account, job.user)
+        c.user_jobs[key] += sign
+        c.user_gpus[key] += sign * gpus
+        c.qos_gpus[job.qos] += sign * gpus
+        c.qos_jobs[job.qos] += sign
+        c.qos_user_gpus[(job.qos, job.user)] += sign * gpus
+        c.qos_user_jobs[(job.qos, job.user)] += sign
+        if job.array_job_id is not None:
+            c.array_running[job.array_job_id] += sign
+
+    def reason(self, job: Job, gpus: int) -> Reason | None:
+        """The first limit this job would break by starting now, else None."""
+        return self._assoc(job, gpus) or self._qos(job, gpus) or self._array(job)
+
+    def static_reason(self, job: Job, shape: Shape) -> Reason | None:
+        """Limits no amount of waiting can satisfy (MaxWall, per-job TRES)."""
+        assoc = self.accounts.assoc(job.user, job.account)
+        limits = [assoc.limits] if assoc else []
+        limits += [self.accounts.accounts[a].limits for a in self.lineage(job.account)]
+        for lim in limits:
+            if lim.max_wall is not None and shape.time_limit > lim.max_wall:
+                return Reason.ASSOC_MAX_WALL
+            if _over(lim.max_tres_per_job, shape.gpus, 0):
+                return Reason.ASSOC_MAX_GRES_PER_JOB
+        qos = self.accounts.qos.get(job.qos)
+        if qos is not None:
+            if qos.limits.max_wall is not None and shape.time_limit > qos.limits.max_wall:
+                return Reason.QOS_MAX_WALL
+            if _over(qos.limits.max_tres_per_job, shape.gpus, 0):
+                return Reason.QOS_MAX_GRES_PER_JOB
+        return None
+
+    def _assoc(self, job: Job, gpus: int) -> Reason | None:
+        c = self.count
+        assoc = self.accounts.assoc(job.user, job.account)
+        if assoc is not None:
+            lim = assoc.limits
+            if lim.max_jobs is not None and c.user_jobs[(job.account, job.user)] + 1 > lim.max_jobs:
+                return Reason.ASSOC_MAX_JOBS_LIMIT
+            if _over(lim.grp_tres, gpus, c.user_gpus[(job.account, job.user)]):
+                return Reason.ASSOC_GRP_GRES
+        for acct in self.lineage(job.account):
+            lim = self.accounts.accounts[acct].limits
+            if _over(lim.grp_tres, gpus, c.acct_gpus[acct]):
+                return Reason.ASSOC_GRP_GRES
+            if lim.grp_jobs is not None and c.acct_jobs[acct] + 1 > lim.grp_jobs:
+                return Reason.ASSOC_GRP_JOBS_LIMIT
+            if lim.max_jobs is not None and c.user_jobs[(job.account, job.user)] + 1 > lim.max_jobs:
+                return Reason.ASSOC_MAX_JOBS_LIMIT
+        return None
+
+    def _qos(self, job: Job, gpus: int) -> Reason | None:
+        qos = self.accounts.qos.get(job.qos)
+        if qos is None:
+            return None
+        c, lim = self.count, qos.limits
+        if _over(lim.grp_tres, gpus, c.qos_gpus[job.qos]):
+            return Reason.QOS_GRP_GRES
+        if lim.grp_jobs is not None and c.qos_jobs[job.qos] + 1 > lim.grp_jobs:
+            return Reason.QOS_GRP_JOBS_LIMIT
+        if _over(lim.max_tres_per_user, gpus, c.qos_user_gpus[(job.qos, job.user)]):
+            return Reason.QOS_MAX_GRES_PER_USER
+        per_user = lim.max_jobs_per_user
+        if per_user is not None and c.qos_user_jobs[(job.qos, job.user)] + 1 > per_user:
+            return Reason.QOS_MAX_JOBS_PER_USER
+        return None
+
+    def _array(self, job: Job) -> Reason | None:
+        spec = job.request.array
+        if job.array_job_id is None or spec is None or spec.max_running is None:
+            return None
+        if self.count.array_running[job.array_job_id] + 1 > spec.max_running:
+            return Reason.JOB_ARRAY_TASK_LIMIT
+        return None
+
+
+def _over(tres: dict[str, int], gpus: int, used: int) -> bool:
+    limit = tres.get(GPU)
+    return limit is not None and limit >= 0 and used + gpus > limit
+
+
+def gpu_limit(limits: Limits) -> int | None:
+    return limits.grp_tres.get(GPU)

@@ -1,0 +1,345 @@
+"""Placement: which nodes (topology) and which GPUs and cores (inside a node).
+
+Across nodes (topology/tree, and topology/block mapped onto the same tree):
+1. the lowest-level switch whose subtree can hold the whole job wins; among
+   switches of that level, best fit (the one with the least spare capacity
+   that suffices), so large contiguous sets stay free;
+2. when the job spans leaves, it uses the fewest leaves: fullest leaves
+   first, the remainder on the leaf that fits it best;
+3. inside a leaf, nodes by Weight, then best fit (fewest free GPUs that
+   suffice), then name order.
+Example: leaves L1 (3 free nodes) and L2 (4 free) under one spine; a 3-node
+job takes L1 (best fit), a 5-node job takes L2 whole plus one node of L1.
+
+Inside a node: the GPU subset with the highest NVLink weight, on one socket
+where possible, on the socket with the fewest free GPUs that suffice; with
+--gres-flags=enforce-binding or --cpus-per-gpu the cores must come from the
+chosen GPUs' sockets, and a node that cannot do that does not qualify.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from tide.sched.index import ClusterIndex, GpuLayout
+from tide.sched.shape import Shape
+from tide.sched.types import NodeAlloc
+
+_MAX_COMBOS = 400  # beyond this many GPU subsets, pick greedily
+
+
+@dataclass(slots=True, frozen=True)
+class Free:
+    """Free capacity per node, at one time (now, or a planned window)."""
+
+    gpus: np.ndarray
+    cores: np.ndarray
+    mem: np.ndarray
+    idle: np.ndarray  # nothing allocated (for --exclusive)
+
+
+@dataclass(slots=True, frozen=True)
+class NodePick:
+    node: int
+    gpus: int  # GPU count on this node
+    cores: int  # cores on this node
+    mem: int
+
+
+@dataclass(slots=True, frozen=True)
+class Pick:
+    nodes: tuple[NodePick, ...]
+    leaves: int
+    min_leaves: int  # fewest leaves that could ever hold this job
+
+
+# --------------------------------------------------------------------------
+# across nodes
+
+
+def node_cores(ix: ClusterIndex, cpus: int) -> np.ndarray:
+    """Cores needed per node for `cpus` logical CPUs (whole cores, CR_Core)."""
+    return -(-cpus // ix.tpc)
+
+
+def capacity(ix: ClusterIndex, free: Free, shape: Shape, eligible: np.ndarray) -> np.ndarray:
+    """Per node: 1/0 whether it fits (fixed shape) or usable GPUs (spread)."""
+    if shape.spread:
+        usable = free.gpus.copy()
+        if shape.cpus_per_gpu:
+            usable = np.minimum(usable, (free.cores * ix.tpc) // shape.cpus_per_gpu)
+        if shape.mem_per_gpu:
+            usable = np.minimum(usable, free.mem // shape.mem_per_gpu)
+        ok = eligible & (free.cores >= node_cores(ix, shape.cpus_per_node))
+        if shape.exclusive:
+            ok &= free.idle
+        return np.where(ok, usable, 0)
+    ok = eligible & (free.gpus >= shape.gpus_per_node)
+    ok &= free.cores >= node_cores(ix, shape.cpus_per_node)
+    ok &= free.mem >= shape.mem_per_node
+    if shape.exclusive:
+        ok &= free.idle
+    return ok.astype(np.int64)
+
+
+def select_nodes(
+    ix: ClusterIndex,
+    free: Free,
+    shape: Shape,
+    eligible: np.ndarray,
+    max_leaves: int | None = None,
+    order: np.ndarray | None = None,
+) -> Pick | None:
+    """Choose nodes for the whole job, or None when it does not fit."""
+    cap = capacity(ix, free, shape, eligible)
+    need = shape.total_gpus if shape.spread else shape.nodes_min
+    if need <= 0:
+        need = 1 if not shape.spread else 0
+    per_leaf = np.bincount(ix.leaf_of, weights=cap, minlength=ix.n_leaves)
+    if per_leaf.sum() < need or (shape.spread and need == 0):
+        return None
+    leaves = _choose_leaves(ix, per_leaf, need, max_leaves)
+    if leaves is None:
+        return None
+    if shape.spread:
+        return _fill_spread(ix, free, shape, cap, leaves, order)
+    return _fill_fixed(ix, free, shape, cap, leaves, order)
+
+
+def _choose_leaves(
+    ix: ClusterIndex, per_leaf: np.ndarray, need: int, max_leaves: int | None
+) -> dict[int, int] | None:
+    """Leaf -> quota, following the lowest-switch / fewest-leaves rules."""
+    group = _lowest_group(ix, per_leaf, need)
+    plan = _fewest_leaves(per_leaf, group, need)
+    if plan is not None and (max_leaves is None or len(plan) <= max_leaves):
+        return plan
+    if max_leaves is None:
+        return plan
+    # --switches=N: look for N leaves anywhere that together suffice.
+    return _fewest_leaves(per_leaf, np.arange(ix.n_leaves), need, cap_leaves=max_leaves)
+
+
+def _lowest_group(ix: ClusterIndex, per_leaf: np.ndarray, need: int) -> np.ndarray:
+    """Leaves under the lowest, best-fitting switch that can hold `need`."""
+    ok = np.flatnonzero(per_leaf >= need)
+    if ok.size:
+        best = ok[np.argmin(per_leaf[ok])]
+        return np.array([best])
+    for level in ix.levels:
+        per_switch = np.bincount(level, weights=per_leaf)
+        ok = np.flatnonzero(per_switch >= need)
+        if ok.size:
+            best = ok[np.argmin(per_switch[ok])]
+            return np.flatnonzero(level == best)
+    return np.arange(ix.n_leaves)
+
+
+def _fewest_leaves(
+    per_leaf: np.ndarray, group: np.ndarray, need: int, cap_leaves: int | None = None
+) -> dict[int, int] | None:
+    counts = per_leaf[group]
+    order = group[np.argsort(-counts, kind="stable")]
+    total, chosen = 0.0, []
+    for leaf in order:
+        if per_leaf[leaf] <= 0:
+            break
+        if total + per_leaf[leaf] >= need:
+            break
+        chosen.append(int(leaf))
+        total += per_leaf[leaf]
+    remainder = need - total
+    rest = [int(leaf) for leaf in order if int(leaf) not in chosen and per_leaf[leaf] >= remainder]
+    if not rest:
+        return None
+    last = min(rest, key=lambda leaf: (per_leaf[leaf], leaf))
+    if cap_leaves is not None and len(chosen) + 1 > cap_leaves:
+        return None
+    plan = {leaf: int(per_leaf[leaf]) for leaf in chosen}
+    plan[last] = int(remainder)
+    return plan
+
+
+def _ordered(ix: ClusterIndex, nodes: np.ndarray, key: np.ndarray) -> np.ndarray:
+    return nodes[np.lexsort((nodes, key[nodes], ix.weight[nodes]))]
+
+
+def _fill_fixed(
+    ix: ClusterIndex,
+    free: Free,
+    shape: Shape,
+    cap: np.ndarray,
+    plan: dict[int, int],
+    order: np.ndarray | None,
+) -> Pick:
+    key = free.gpus if order is None else order
+    extra = shape.nodes_max - shape.nodes_min
+    picks: list[NodePick] = []
+    cores = node_cores(ix, shape.cpus_per_node)
+    for leaf, quota in sorted(plan.items()):
+        nodes = np.flatnonzero((ix.leaf_of == leaf) & (cap > 0))
+        nodes = _ordered(ix, nodes, key)
+        take = min(len(nodes), quota + extra)
+        extra -= take - quota
+        for n in nodes[:take]:
+            picks.append(_node_pick(ix, free, shape, int(n), shape.gpus_per_node, int(cores[n])))
+    return Pick(tuple(picks), len(plan), _min_leaves(ix, shape))
+
+
+def _fill_spread(
+    ix: ClusterIndex,
+    free: Free,
+    shape: Shape,
+    cap: np.ndarray,
+    plan: dict[int, int],
+    order: np.ndarray | None,
+) -> Pick | None:
+    picks: list[NodePick] = []
+    cores = node_cores(ix, shape.cpus_per_node)
+    for leaf, quota in sorted(plan.items()):
+        nodes = np.flatnonzero((ix.leaf_of == leaf) & (cap > 0))
+        # most usable GPUs first (fewest nodes); the remainder best fit
+        nodes = nodes[np.lexsort((nodes, -cap[nodes]))]
+        remaining = quota
+        for n in nodes:
+            if remaining <= 0:
+                break
+            if cap[n] >= remaining:
+                fits = [m for m in nodes if cap[m] >= remaining and not _taken(picks, m)]
+                best = min(fits, key=lambda m: (cap[m], m))
+                picks.append(_spread_pick(ix, free, shape, int(best), remaining, cores))
+                remaining = 0
+                break
+            picks.append(_spread_pick(ix, free, shape, int(n), int(cap[n]), cores))
+            remaining -= int(cap[n])
+    if len(picks) > shape.nodes_max or len(picks) < shape.nodes_min:
+        return None
+    return Pick(tuple(picks), len(plan), _min_leaves(ix, shape))
+
+
+def _taken(picks: list[NodePick], node: int) -> bool:
+    return any(p.node == node for p in picks)
+
+
+def _spread_pick(
+    ix: ClusterIndex, free: Free, shape: Shape, node: int, gpus: int, cores: np.ndarray
+) -> NodePick:
+    n_cores = int(cores[node])
+    if shape.cpus_per_gpu:
+        n_cores = max(n_cores, -(-(shape.cpus_per_gpu * gpus) // int(ix.tpc[node])))
+    return _node_pick(ix, free, shape, node, gpus, n_cores)
+
+
+def _node_pick(
+    ix: ClusterIndex, free: Free, shape: Shape, node: int, gpus: int, cores: int
+) -> NodePick:
+    mem = shape.mem_per_node or shape.mem_per_gpu * gpus
+    if shape.exclusive:
+        return NodePick(node, int(ix.gpus[node]), int(ix.cores[node]), int(ix.mem[node]))
+    return NodePick(node, gpus, cores, mem)
+
+
+def _min_leaves(ix: ClusterIndex, shape: Shape) -> int:
+    """Fewest leaves an empty cluster would need (for the topology metric)."""
+    if ix.n_leaves <= 1:
+        return 1
+    per_node = max(1, shape.gpus_per_node) if not shape.spread else int(ix.gpus.max() or 1)
+    need_nodes = shape.nodes_min if not shape.spread else -(-shape.total_gpus // per_node)
+    sizes = np.sort(np.bincount(ix.leaf_of, minlength=ix.n_leaves))[::-1]
+    return int(np.searchsorted(np.cumsum(sizes), need_nodes) + 1)
+
+
+# --------------------------------------------------------------------------
+# inside a node
+
+
+def pick_gpus(
+    layout: GpuLayout, free_mask: int, count: int, core_mask: int, cores: int, binding: bool
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Choose GPU indices and core ids on one node, or None if impossible."""
+    free = [i for i in range(layout.count) if free_mask >> i & 1]
+    if count > len(free):
+        return None
+    for gpus in _gpu_candidates(layout, free, count):
+        chosen_cores = _pick_cores(layout, gpus, core_mask, cores, binding)
+        if chosen_cores is not None:
+            return gpus, chosen_cores
+    return None
+
+
+def _gpu_candidates(layout: GpuLayout, free: list[int], count: int) -> list[tuple[int, ...]]:
+    if count == 0:
+        return [()]
+    combos = _n_choose(len(free), count)
+    if combos > _MAX_COMBOS:
+        return [_greedy(layout, free, count)]
+    free_on = {s: sum(1 for g in free if layout.sockets[g] == s) for s in set(layout.sockets)}
+
+    def key(gpus: tuple[int, ...]) -> tuple:
+        sockets = {layout.sockets[g] for g in gpus}
+        one = len(sockets) == 1
+        fit = free_on[next(iter(sockets))] if one else 1 << 30
+        return (-layout.link_weight(gpus), not one, fit, gpus)
+
+    return sorted(combinations(free, count), key=key)
+
+
+def _greedy(layout: GpuLayout, free: list[int], count: int) -> tuple[int, ...]:
+    by_socket: dict[int, list[int]] = {}
+    for g in free:
+        by_socket.setdefault(layout.sockets[g], []).append(g)
+    fitting = [s for s, gs in by_socket.items() if len(gs) >= count]
+    if fitting:
+        best = min(fitting, key=lambda s: (len(by_socket[s]), s))
+        return tuple(by_socket[best][:count])
+    return tuple(free[:count])
+
+
+def _n_choose(n: int, k: int) -> int:
+    out = 1
+    for i in range(k):
+        out = out * (n - i) // (i + 1)
+    return out
+
+
+def _pick_cores(
+    layout: GpuLayout, gpus: tuple[int, ...], core_mask: int, cores: int, binding: bool
+) -> tuple[int, ...] | None:
+    near: list[int] = []
+    for g in gpus:
+        for c in layout.socket_cores[g] if layout.socket_cores else ():
+            if core_mask >> c & 1 and c not in near:
+                near.append(c)
+    near.sort()
+    if binding and gpus and layout.socket_cores and any(layout.socket_cores[g] for g in gpus):
+        return tuple(near[:cores]) if len(near) >= cores else None
+    chosen = near[:cores]
+    if len(chosen) < cores:
+        taken = set(chosen)
+        c = 0
+        while len(chosen) < cores and core_mask >> c:
+            if core_mask >> c & 1 and c not in taken:
+                chosen.append(c)
+            c += 1
+        if len(chosen) < cores:
+            return None
+    return tuple(sorted(chosen))
+
+
+def concrete(
+    ix: ClusterIndex,
+    gpu_mask: np.ndarray,
+    core_mask: list[int],
+    pick: NodePick,
+    binding: bool,
+) -> NodeAlloc | None:
+    layout = ix.layouts[ix.layout_of[pick.node]]
+    got = pick_gpus(
+        layout, int(gpu_mask[pick.node]), pick.gpus, core_mask[pick.node], pick.cores, binding
+    )
+    if got is None:
+        return None
+    return NodeAlloc(pick.node, got[0], got[1], pick.mem)

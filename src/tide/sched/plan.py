@@ -1,0 +1,253 @@
+"""The availability plan used by backfill (Slurm's node_space_map, per node).
+
+What a node has free at time t = free now + what running jobs release by t
+(their time limits: the plan never assumes a job ends early) - what holds
+(reservations made by this cycle's plan, advance reservations) take during
+the job's window. Releases are kept per node in padded arrays sorted by
+time, so "free at t" is one vectorised pass; holds are a flat list checked
+by overlap. Summing every hold that overlaps the window, whether or not the
+holds overlap each other, is conservative: a backfilled job can never delay
+a hold, at worst it waits a little longer than needed.
+
+Example: node n has 2 free GPUs now and a 6-GPU job ending at t=100. A
+4-GPU job of 50 s fits n at t=100; if a hold takes 4 GPUs of n in
+[120, 200), the 4-GPU job cannot start at 100 (its window overlaps) and
+looks for the next candidate time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tide.sched.index import ClusterIndex
+from tide.sched.placement import Free, node_cores
+from tide.sched.shape import Shape
+from tide.sched.state import Usage
+from tide.sched.types import Allocation
+
+INF = float("inf")
+
+
+@dataclass(slots=True)
+class Holds:
+    node: list[int] = field(default_factory=list)
+    start: list[float] = field(default_factory=list)
+    end: list[float] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    cores: list[int] = field(default_factory=list)
+    mem: list[int] = field(default_factory=list)
+    whole: list[bool] = field(default_factory=list)  # exclusive / MAINT: the whole node
+    tag: list[str] = field(default_factory=list)  # advance reservation name, "" for jobs
+    _arrays: tuple[np.ndarray, ...] | None = None
+
+    def add(
+        self,
+        node: int,
+        start: float,
+        end: float,
+        gpus: int,
+        cores: int,
+        mem: int,
+        whole: bool,
+        tag: str = "",
+    ) -> None:
+        self.node.append(node)
+        self.start.append(start)
+        self.end.append(end)
+        self.gpus.append(gpus)
+        self.cores.append(cores)
+        self.mem.append(mem)
+        self.whole.append(whole)
+        self.tag.append(tag)
+        self._arrays = None
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        if self._arrays is None:
+            self._arrays = (
+                np.array(self.node, dtype=np.int64),
+                np.array(self.start, dtype=np.float64),
+                np.array(self.end, dtype=np.float64),
+                np.array(self.gpus, dtype=np.int64),
+                np.array(self.cores, dtype=np.int64),
+                np.array(self.mem, dtype=np.int64),
+                np.array(self.whole, dtype=bool),
+                np.array(self.tag, dtype=object),
+            )
+        return self._arrays
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+@dataclass(slots=True)
+class Plan:
+    ix: ClusterIndex
+    now: float
+    free_gpus: np.ndarray
+    free_cores: np.ndarray
+    free_mem: np.ndarray
+    # releases per node: times (N x K, +inf padded) and cumulative amounts
+    rel_t: np.ndarray
+    rel_g: np.ndarray
+    rel_c: np.ndarray
+    rel_m: np.ndarray
+    all_times: np.ndarray  # every distinct release time, sorted
+    holds: Holds = field(default_factory=Holds)
+
+    @classmethod
+    def build(
+        cls,
+        ix: ClusterIndex,
+        usage: Usage,
+        running: list[tuple[Allocation, float]],
+        now: float,
+        share: bool = False,
+    ) -> Plan:
+        """share=True reads usage's arrays live (for the main pass, where
+        starts update usage); otherwise the plan keeps its own copy."""
+        rows = [
+            (na.node, end, len(na.gpus), len(na.cores), na.mem)
+            for alloc, end in running
+            for na in alloc.nodes
+        ]
+        n = ix.n
+        if not rows:
+            empty = np.full((n, 1), INF)
+            zeros = np.zeros((n, 1), dtype=np.int64)
+            return cls(
+                ix, now, *_free_arrays(usage, share), empty, zeros, zeros, zeros, np.array([])
+            )
+        arr = np.array(rows, dtype=np.float64)
+        order = np.lexsort((arr[:, 1], arr[:, 0]))
+        arr = arr[order]
+        nodes = arr[:, 0].astype(np.int64)
+        counts = np.bincount(nodes, minlength=n)
+        k = int(counts.max())
+        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        col = np.arange(len(nodes)) - first[nodes]
+        rel_t = np.full((n, k), INF)
+        rel_t[nodes, col] = np.maximum(arr[:, 1], now)
+        amounts = []
+        for j in (2, 3, 4):
+            m = np.zeros((n, k), dtype=np.int64)
+            m[nodes, col] = arr[:, j].astype(np.int64)
+            amounts.append(np.cumsum(m, axis=1))
+        times = np.unique(rel_t[np.isfinite(rel_t)])
+        return cls(ix, now, *_free_arrays(usage, share), rel_t, *amounts, times)
+
+    # -- queries ------------------------------------------------------------
+
+    def free_at(self, t: float, duration: float, skip: str | None = None) -> Free:
+        """Free capacity per node for a window [t, t + duration)."""
+        if t <= self.now:
+            g, c, m = self.free_gpus.copy(), self.free_cores.copy(), self.free_mem.copy()
+        else:
+            idx = (self.rel_t <= t).sum(axis=1)
+            has = idx > 0
+            take = np.maximum(idx - 1, 0)
+            rows = np.arange(self.ix.n)
+            g = self.free_gpus + np.where(has, self.rel_g[rows, take], 0)
+            c = self.free_cores + np.where(has, self.rel_c[rows, take], 0)
+            m = self.free_mem + np.where(has, self.rel_m[rows, take], 0)
+        idle = (g == self.ix.gpus) & (c == self.ix.cores) & (m == self.ix.mem)
+        if len(self.holds):
+            g, c, m, idle = self._minus_holds(t, duration, g, c, m, idle, skip)
+        return Free(g, c, m, idle)
+
+    def _minus_holds(
+        self,
+        t: float,
+        duration: float,
+        g: np.ndarray,
+        c: np.ndarray,
+        m: np.ndarray,
+        idle: np.ndarray,
+        skip: str | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        hn, hs, he, hg, hc, hm, hw, tags = self.holds.arrays()
+        hit = (hs < t + duration) & (he > t)
+        if skip:
+            hit &= tags != skip
+        if not hit.any():
+            return g, c, m, idle
+        n = self.ix.n
+        nodes = hn[hit]
+        g = g - np.bincount(nodes, weights=hg[hit], minlength=n).astype(np.int64)
+        c = c - np.bincount(nodes, weights=hc[hit], minlength=n).astype(np.int64)
+        m = m - np.bincount(nodes, weights=hm[hit], minlength=n).astype(np.int64)
+        whole = np.zeros(n, dtype=bool)
+        whole[hn[hit & hw]] = True
+        g[whole] = -1  # a whole-node hold leaves nothing, not even for 0-GPU jobs
+        c[whole] = -1
+        touched = np.zeros(n, dtype=bool)
+        touched[nodes] = True
+        return g, c, m, idle & ~touched
+
+    def earliest_bound(self, shape: Shape, eligible: np.ndarray) -> float:
+        """A lower bound on the start time: holds and topology ignored."""
+        need_nodes = shape.nodes_min if not shape.spread else 1
+        if shape.spread:
+            return self._spread_bound(shape, eligible)
+        e = self.node_ready(shape)
+        e = e[eligible]
+        if e.size < need_nodes:
+            return INF
+        return float(np.partition(e, need_nodes - 1)[need_nodes - 1])
+
+    def node_ready(self, shape: Shape) -> np.ndarray:
+        """Per node, when running jobs will have released enough for one node's share."""
+        ix = self.ix
+        if shape.exclusive:
+            busy = (self.free_gpus < ix.gpus) | (self.free_cores < ix.cores)
+            last = np.where(np.isfinite(self.rel_t), self.rel_t, -INF).max(axis=1)
+            return np.where(busy, np.maximum(last, self.now), self.now)
+        need = (
+            (self.rel_g, self.free_gpus, shape.gpus_per_node),
+            (self.rel_c, self.free_cores, node_cores(ix, shape.cpus_per_node)),
+            (self.rel_m, self.free_mem, shape.mem_per_node),
+        )
+        ready = np.full(ix.n, self.now)
+        for cum, free, amount in need:
+            amount = np.asarray(amount)
+            if not np.any(amount):
+                continue
+            short = free < amount
+            if not short.any():
+                continue
+            enough = (free[:, None] + cum) >= np.reshape(amount, (-1, 1))
+            first = enough.argmax(axis=1)
+            t = np.where(enough.any(axis=1), self.rel_t[np.arange(ix.n), first], INF)
+            ready = np.where(short, np.maximum(ready, t), ready)
+        return ready
+
+    def _spread_bound(self, shape: Shape, eligible: np.ndarray) -> float:
+        total_now = int(self.free_gpus[eligible].sum())
+        if total_now >= shape.total_gpus:
+            return self.now
+        ev_nodes, ev_cols = np.nonzero(np.isfinite(self.rel_t) & eligible[:, None])
+        if ev_nodes.size == 0:
+            return INF
+        times = self.rel_t[ev_nodes, ev_cols]
+        step = np.diff(self.rel_g, axis=1, prepend=0)[ev_nodes, ev_cols]
+        order = np.argsort(times, kind="stable")
+        cum = total_now + np.cumsum(step[order])
+        hit = np.flatnonzero(cum >= shape.total_gpus)
+        return float(times[order][hit[0]]) if hit.size else INF
+
+    def candidates(self, start: float, horizon: float) -> list[float]:
+        """Times worth testing from `start`: release times and hold ends."""
+        times = [start]
+        rel = self.all_times[(self.all_times > start) & (self.all_times <= horizon)]
+        times.extend(rel.tolist())
+        if len(self.holds):
+            ends = self.holds.arrays()[2]
+            times.extend(ends[(ends > start) & (ends <= horizon)].tolist())
+        return sorted(set(times))
+
+
+def _free_arrays(usage: Usage, share: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if share:
+        return usage.free_gpus, usage.free_cores, usage.free_mem
+    return usage.free_gpus.copy(), usage.free_cores.copy(), usage.free_mem.copy()
