@@ -49,6 +49,7 @@ class LaunchSpec:
     cpus_per_task: int = 1
     ntasks: int = 1
     checkpoint_dir: str = ""
+    script_args: tuple[str, ...] = ()  # `sbatch script.sh ARGS...`: $1.. of the script
 
 
 @dataclass(slots=True, frozen=True)
