@@ -53,7 +53,7 @@ class Cycle:
     started: list[tuple[Allocation, float]] = field(default_factory=list)
     deps: DepWorld | None = None
     resv: Plan | None = None  # advance reservations, seen by the main pass
-    first_blocked: bool = False  # a job already got reason Resources
+    resources_job: int | None = None  # the one job whose reason is Resources
 
 
 class Scheduler:
@@ -248,11 +248,12 @@ def _try_start_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, backfilled: b
 def _blocked_reason(cyc: Cycle, job_id: int) -> None:
     """The highest-priority blocked job waits for Resources, the rest for Priority."""
     info = cyc.decisions.pending[job_id]
-    if cyc.first_blocked:
+    if cyc.resources_job is None:
+        cyc.resources_job = job_id
+    elif cyc.resources_job != job_id:
         cyc.decisions.pending[job_id] = PendingInfo(
             Reason.PRIORITY, info.planned_start, info.planned_nodes
         )
-    cyc.first_blocked = True
 
 
 def _free_now(cyc: Cycle, ctx: JobContext, plan: Plan | None) -> Free:
