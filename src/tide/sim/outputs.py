@@ -1,0 +1,133 @@
+"""The twin's files: jobs.csv (one row per job) and metrics.json.
+
+Both are byte-identical for identical runs: fixed column and key order,
+numbers printed by `fmt` (at most 3 decimals for times, 6 for metrics, no
+exponent, no "-0"), "\\n" line ends.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tide.hostlist import compress, index_ranges
+from tide.model import Cluster
+from tide.sched.types import Allocation
+from tide.sim.metrics import JobResult
+
+JOB_COLUMNS = (
+    "job_id", "name", "user", "account", "partition", "qos", "gpus", "nodes", "submit",
+    "eligible", "start", "end", "wait", "run", "state", "restarts", "lost_gpu_seconds",
+    "leaf_switches", "nodelist", "gpu_index", "cpu_ids",
+    # after the agreed columns: the rest of JobResult
+    "min_leaf_switches", "held_idle_gpu_seconds", "deadlocked",
+)  # fmt: skip
+
+
+def fmt(x: float | int | None, decimals: int = 3) -> str:
+    """'' for None; integers as integers; else fixed-point, trailing zeros cut."""
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "1" if x else "0"
+    if isinstance(x, int):
+        return str(x)
+    if not math.isfinite(x):
+        return ""
+    s = f"{x:.{decimals}f}".rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def node_indices(pairs: Iterable[tuple[str, Iterable[int]]]) -> str:
+    """[('gpu001', [0,1,2,3]), ('gpu002', [4,5,6,7])] -> 'gpu001:0-3;gpu002:4-7'."""
+    return ";".join(f"{node}:{index_ranges(idx)}" for node, idx in pairs if idx)
+
+
+def alloc_strings(cluster: Cluster, alloc: Allocation) -> tuple[str, str, str]:
+    """(nodelist, gpu_index, cpu_ids) of an allocation, for JobResult."""
+    names = [cluster.nodes[n.node].name for n in alloc.nodes]
+    gpus = node_indices((cluster.nodes[n.node].name, n.gpus) for n in alloc.nodes)
+    cpus = node_indices((cluster.nodes[n.node].name, n.cores) for n in alloc.nodes)
+    return compress(names), gpus, cpus
+
+
+def job_row(r: JobResult) -> list[str]:
+    return [
+        str(r.job_id), r.name, r.user, r.account, r.partition, r.qos, str(r.gpus), str(r.nodes),
+        fmt(r.submit), fmt(r.ready), fmt(r.start), fmt(r.end), fmt(r.wait), fmt(r.run),
+        r.state, str(r.restarts), fmt(r.lost_gpu_seconds), str(r.leaf_switches), r.nodelist,
+        r.gpu_index, r.cpu_ids, str(r.min_leaf_switches), fmt(r.held_idle_gpu_seconds),
+        fmt(r.deadlocked),
+    ]  # fmt: skip
+
+
+def write_jobs_csv(path: str | Path, results: Iterable[JobResult]) -> int:
+    """One row per job in the order given; returns the number of rows."""
+    n = 0
+    with Path(path).open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(JOB_COLUMNS)
+        for r in results:
+            w.writerow(job_row(r))
+            n += 1
+    return n
+
+
+def _stable(value: Any) -> Any:
+    """Round floats to 6 decimals (and -0.0, NaN, inf to 0/None) for stable JSON."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        v = round(value, 6)
+        return 0.0 if v == 0 else v
+    if isinstance(value, dict):
+        return {str(k): _stable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stable(v) for v in value]
+    return value
+
+
+def metrics_json(metrics: dict[str, Any]) -> str:
+    return json.dumps(_stable(metrics), sort_keys=True, indent=2) + "\n"
+
+
+def write_metrics_json(path: str | Path, metrics: dict[str, Any]) -> None:
+    Path(path).write_text(metrics_json(metrics), encoding="utf-8")
+
+
+def read_jobs_csv(path: str | Path) -> list[JobResult]:
+    """jobs.csv back into JobResults (for `tide sim report` on saved runs)."""
+    out: list[JobResult] = []
+    with Path(path).open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            out.append(_result(row))
+    return out
+
+
+def _opt(s: str | None) -> float | None:
+    return float(s) if s not in (None, "") else None
+
+
+def _result(row: dict[str, str]) -> JobResult:
+    get: Sequence[str] = ("name", "user", "account", "partition", "qos", "state",
+                          "nodelist", "gpu_index", "cpu_ids")  # fmt: skip
+    return JobResult(
+        job_id=int(row["job_id"]),
+        gpus=int(row["gpus"]),
+        nodes=int(row["nodes"]),
+        submit=float(row["submit"]),
+        eligible=_opt(row.get("eligible")),
+        start=_opt(row.get("start")),
+        end=_opt(row.get("end")),
+        restarts=int(row.get("restarts") or 0),
+        lost_gpu_seconds=float(row.get("lost_gpu_seconds") or 0),
+        leaf_switches=int(row.get("leaf_switches") or 0),
+        min_leaf_switches=int(row.get("min_leaf_switches") or 0),
+        held_idle_gpu_seconds=float(row.get("held_idle_gpu_seconds") or 0),
+        deadlocked=row.get("deadlocked") == "1",
+        **{k: row.get(k, "") for k in get},
+    )

@@ -1,0 +1,190 @@
+"""Small hand-made SVG charts for the twin report (no plotting library, no
+network): line/step charts with shared axes, and heat strips."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#7f7f7f", "#bcbd22")  # fmt: skip
+FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+
+
+def nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    """About n round-numbered ticks covering [lo, hi]."""
+    if hi <= lo:
+        hi = lo + 1
+    raw = (hi - lo) / max(1, n)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    out, t = [], first
+    while t <= hi + step * 1e-9:
+        out.append(round(t, 10))
+        t += step
+    return out
+
+
+def tick_label(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:g}M"
+    if abs(v) >= 1e4:
+        return f"{v / 1e3:g}k"
+    return f"{v:g}"
+
+
+@dataclass
+class Series:
+    label: str
+    color: str
+    xs: Sequence[float]
+    ys: Sequence[float | None]  # None breaks the line
+    dash: str = ""
+    width: float = 1.6
+
+
+@dataclass
+class Chart:
+    """One plot panel. x/y domains are fixed by the caller so that every
+    policy shares the same axes."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    xlog: bool = False
+    width: int = 520
+    height: int = 240
+    series: list[Series] = field(default_factory=list)
+    hlines: list[tuple[float, str, str]] = field(default_factory=list)  # (y, color, label)
+    margin: tuple[int, int, int, int] = (28, 14, 40, 56)  # top, right, bottom, left
+
+    @property
+    def _plot(self) -> tuple[int, int, int, int]:
+        """(left, top, plot width, plot height)."""
+        top, right, bottom, left = self.margin
+        return left, top, self.width - left - right, self.height - top - bottom
+
+    def _x(self, v: float) -> float:
+        left, _, w, _ = self._plot
+        if self.xlog:
+            a, b, v = math.log10(self.x0), math.log10(self.x1), math.log10(max(v, self.x0))
+        else:
+            a, b = self.x0, self.x1
+        return left + (v - a) / ((b - a) or 1) * w
+
+    def _y(self, v: float) -> float:
+        _, top, _, h = self._plot
+        return top + h - (v - self.y0) / ((self.y1 - self.y0) or 1) * h
+
+    def _xticks(self) -> list[float]:
+        if not self.xlog:
+            return nice_ticks(self.x0, self.x1)
+        lo, hi = math.floor(math.log10(self.x0)), math.ceil(math.log10(self.x1))
+        return [10.0**k for k in range(lo, hi + 1) if self.x0 <= 10.0**k <= self.x1]
+
+    def _axes(self) -> list[str]:
+        top, right, bottom, left = self.margin
+        out = [f'<rect x="{left}" y="{top}" width="{self.width - left - right}" '
+               f'height="{self.height - top - bottom}" fill="#fff" stroke="#999"/>']  # fmt: skip
+        for t in self._xticks():
+            x = self._x(t)
+            out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" '
+                       f'y2="{self.height - bottom}" stroke="#eee"/>')  # fmt: skip
+            out.append(f'<text x="{x:.1f}" y="{self.height - bottom + 14}" '
+                       f'text-anchor="middle" {FONT}>{tick_label(t)}</text>')  # fmt: skip
+        for t in nice_ticks(self.y0, self.y1, 5):
+            y = self._y(t)
+            out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{self.width - right}" '
+                       f'y2="{y:.1f}" stroke="#eee"/>')  # fmt: skip
+            out.append(f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end" {FONT}>'
+                       f"{tick_label(t)}</text>")  # fmt: skip
+        out.append(f'<text x="{left + (self.width - left - right) / 2:.0f}" '
+                   f'y="{self.height - 6}" text-anchor="middle" {FONT}>'
+                   f"{escape(self.xlabel)}</text>")  # fmt: skip
+        out.append(
+            f'<text transform="translate(13,{top + (self.height - top - bottom) / 2:.0f}) '
+            f'rotate(-90)" text-anchor="middle" {FONT}>{escape(self.ylabel)}</text>'
+        )
+        out.append(f'<text x="{left}" y="{top - 10}" {FONT} font-weight="600">'
+                   f"{escape(self.title)}</text>")  # fmt: skip
+        return out
+
+    def _path(self, s: Series) -> str:
+        parts: list[str] = []
+        pen_up = True
+        for x, y in zip(s.xs, s.ys, strict=True):
+            if y is None or (isinstance(y, float) and math.isnan(y)):
+                pen_up = True
+                continue
+            yc = min(max(y, self.y0), self.y1)
+            parts.append(f"{'M' if pen_up else 'L'}{self._x(x):.1f},{self._y(yc):.1f}")
+            pen_up = False
+        dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
+        return (
+            f'<path d="{" ".join(parts)}" fill="none" stroke="{s.color}" '
+            f'stroke-width="{s.width}"{dash}><title>{escape(s.label)}</title></path>'
+        )
+
+    def svg(self) -> str:
+        body = self._axes()
+        for y, color, label in self.hlines:
+            py = self._y(y)
+            left, _, w, _ = self._plot
+            body.append(f'<line x1="{left}" y1="{py:.1f}" x2="{left + w}" y2="{py:.1f}" '
+                        f'stroke="{color}" stroke-dasharray="5 4" stroke-width="1.3">'
+                        f"<title>{escape(label)}</title></line>")  # fmt: skip
+        body += [self._path(s) for s in self.series]
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} '
+                f'{self.height}" width="{self.width}" height="{self.height}">'
+                + "".join(body) + "</svg>")  # fmt: skip
+
+
+def heat_color(v: float) -> str:
+    """0 -> pale, 1 -> dark blue (a single-hue ramp readable in print)."""
+    v = min(1.0, max(0.0, v))
+    r, g, b = (int(247 + (8 - 247) * v), int(251 + (48 - 251) * v), int(255 + (107 - 255) * v))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heat_strip(title: str, rows: Sequence[str], matrix: Sequence[Sequence[float]],
+               x0: float, x1: float, xlabel: str, width: int = 1060) -> str:  # fmt: skip
+    """One row per label, one cell per time bin, colour = occupancy 0..1."""
+    left, top, cell_h = 70, 24, 12 if len(rows) <= 40 else max(3, 480 // max(1, len(rows)))
+    h = top + cell_h * len(rows) + 34
+    bins = len(matrix[0]) if matrix else 1
+    cw = (width - left - 10) / bins
+    out = [f'<text x="{left}" y="14" {FONT} font-weight="600">{escape(title)}</text>']
+    for r, (label, row) in enumerate(zip(rows, matrix, strict=True)):
+        y = top + r * cell_h
+        if cell_h >= 9 or r % max(1, 10 // cell_h) == 0:
+            out.append(f'<text x="{left - 4}" y="{y + cell_h - 2}" text-anchor="end" {FONT}>'
+                       f"{escape(label)}</text>")  # fmt: skip
+        for c, v in enumerate(row):
+            out.append(f'<rect x="{left + c * cw:.2f}" y="{y}" width="{cw + 0.3:.2f}" '
+                       f'height="{cell_h}" fill="{heat_color(v)}"/>')  # fmt: skip
+    axis = Chart("", xlabel, "", x0, x1, 0, 1, width=width, margin=(0, 10, 0, left))
+    for t in nice_ticks(x0, x1, 10):
+        x = axis._x(t)
+        y = top + cell_h * len(rows)
+        out.append(f'<text x="{x:.1f}" y="{y + 13}" text-anchor="middle" {FONT}>'
+                   f"{tick_label(t)}</text>")  # fmt: skip
+    out.append(f'<text x="{left + (width - left) / 2:.0f}" y="{h - 4}" text-anchor="middle" '
+               f"{FONT}>{escape(xlabel)}</text>")  # fmt: skip
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {h}" '
+            f'width="{width}" height="{h}">' + "".join(out) + "</svg>")  # fmt: skip
+
+
+def legend(items: Sequence[tuple[str, str]], dashed: Sequence[tuple[str, str]] = ()) -> str:
+    """An HTML legend line: solid swatches, then dashed ones."""
+    spans = [f'<span class="key"><i style="background:{c}"></i>{escape(t)}</span>'
+             for t, c in items]  # fmt: skip
+    spans += [f'<span class="key"><i class="dash" style="border-color:{c}"></i>{escape(t)}</span>'
+              for t, c in dashed]  # fmt: skip
+    return '<div class="legend">' + "".join(spans) + "</div>"

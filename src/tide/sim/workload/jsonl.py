@@ -1,0 +1,255 @@
+"""tide JSONL workloads: one job per line, read and written.
+
+A line is a JSON object with `submit` and `duration` (seconds from the trace
+start) and the job's shape, either as `sbatch` (a string of sbatch options,
+parsed by tide.jobspec.sbatch) or as structured fields (`STRUCTURED`).
+Blank lines and lines starting with '#' are skipped. docs/workloads.md has
+the full field list and an example.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import IO, Any
+
+from tide.hostlist import compress
+from tide.model import JobRequest
+from tide.sim.workload import fields as fp
+from tide.sim.workload.base import SimJob, Workload, WorkloadError, WorkloadInfo
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r}: must be an integer >= 0")
+    return value
+
+
+# JSON key -> (JobRequest attribute, parser)
+_SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "gpus": ("gpus", _count),
+    "gpus_per_node": ("gpus_per_node", _count),
+    "gpus_per_task": ("gpus_per_task", _count),
+    "gpu_type": ("gpu_type", fp.text),
+    "ntasks": ("ntasks", fp.positive_int),
+    "ntasks_per_node": ("ntasks_per_node", fp.positive_int),
+    "cpus_per_task": ("cpus_per_task", fp.positive_int),
+    "cpus_per_gpu": ("cpus_per_gpu", fp.positive_int),
+    "mem": ("mem_per_node", fp.memory_mb),
+    "mem_per_gpu": ("mem_per_gpu", fp.memory_mb),
+    "mem_per_cpu": ("mem_per_cpu", fp.memory_mb),
+    "time_limit": ("time_limit", fp.slurm_time),
+    "time_min": ("time_min", fp.slurm_time),
+    "partition": ("partitions", fp.names),
+    "account": ("account", fp.text),
+    "qos": ("qos", fp.text),
+    "constraint": ("constraint", fp.text),
+    "reservation": ("reservation", fp.text),
+    "exclusive": ("exclusive", fp.boolean),
+    "requeue": ("requeue", fp.boolean),
+    "hold": ("hold", fp.boolean),
+    "nice": ("nice", fp.integer),
+    "priority": ("priority", fp.integer),
+    "nodelist": ("nodelist", fp.hostlist),
+    "exclude": ("exclude", fp.hostlist),
+    "begin": ("begin", fp.seconds),
+}
+STRUCTURED = frozenset({*_SIMPLE, "nodes", "switches"})
+_JOB_KEYS = frozenset(
+    {"id", "submit", "duration", "user", "name", "checkpoint_interval", "checkpoint_cost",
+     "sbatch", "meta"}
+)  # fmt: skip
+
+
+def _fail(where: str, key: str, msg: str) -> WorkloadError:
+    return WorkloadError(f"{where}: field {key!r}: {msg}")
+
+
+def _get(obj: dict[str, Any], key: str, parse: Callable[[Any], Any], where: str) -> Any:
+    try:
+        return parse(obj[key])
+    except ValueError as e:
+        raise _fail(where, key, str(e)) from None
+
+
+def structured_request(obj: dict[str, Any], name: str, where: str) -> JobRequest:
+    """A JobRequest from the structured fields of one line."""
+    kw: dict[str, Any] = {"name": name}
+    for key, (attr, parse) in _SIMPLE.items():
+        if key in obj:
+            kw[attr] = _get(obj, key, parse, where)
+    if "nodes" in obj:
+        kw["nodes_min"], kw["nodes_max"] = _get(obj, "nodes", fp.node_range, where)
+    if "switches" in obj:
+        kw["switches"], kw["switches_wait"] = _get(obj, "switches", fp.switches, where)
+    return JobRequest(**kw)
+
+
+def _sbatch_request(text: str, name: str, where: str, original: dict[str, Any]) -> JobRequest:
+    """Parse `sbatch` with tide.jobspec.sbatch when it is installed; until then
+    keep the string in original["sbatch"] for the engine to parse later."""
+    original["sbatch"] = text
+    try:
+        from tide.jobspec.sbatch import parse_args  # type: ignore[import-not-found]
+    except ImportError:
+        return JobRequest(name=name)
+    try:
+        out = parse_args(shlex.split(text))
+    except Exception as e:  # the parser's own message names the option
+        raise _fail(where, "sbatch", str(e)) from None
+    req = getattr(out, "request", out)
+    if isinstance(req, tuple):
+        req = req[0]
+    if not isinstance(req, JobRequest):
+        raise _fail(where, "sbatch", f"the parser returned {type(out).__name__}, not a request")
+    if req.name in ("", "sbatch") and name:
+        req = replace(req, name=name)
+    return req
+
+
+def parse_line(obj: Any, seq: int, where: str) -> SimJob:
+    """One decoded JSON line -> SimJob. `seq` is the default id."""
+    if not isinstance(obj, dict):
+        raise WorkloadError(f"{where}: a line must be a JSON object, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - STRUCTURED - _JOB_KEYS)
+    if unknown:
+        raise _fail(where, unknown[0], "unknown field; see docs/workloads.md for the list")
+    for key in ("submit", "duration"):
+        if key not in obj:
+            raise _fail(where, key, "missing; every job needs submit and duration (seconds)")
+    jid = _get(obj, "id", fp.integer, where) if "id" in obj else seq
+    name = _get(obj, "name", fp.text, where) if "name" in obj else f"job{jid}"
+    original: dict[str, Any] = {}
+    if "meta" in obj:
+        original["meta"] = obj["meta"]
+    if "sbatch" in obj:
+        both = sorted(STRUCTURED & set(obj))
+        if both:
+            raise _fail(where, both[0], "give the shape either in 'sbatch' or as fields, not both")
+        request = _sbatch_request(_get(obj, "sbatch", fp.text, where), name, where, original)
+    else:
+        request = structured_request(obj, name, where)
+    interval = obj.get("checkpoint_interval")
+    return SimJob(
+        id=jid,
+        submit=_get(obj, "submit", fp.seconds, where),
+        duration=_get(obj, "duration", fp.seconds, where),
+        request=request,
+        user=_get(obj, "user", fp.text, where) if "user" in obj else "user",
+        account=request.account,
+        name=name,
+        checkpoint_interval=None if interval is None else _get(
+            obj, "checkpoint_interval", fp.seconds, where),
+        checkpoint_cost=_get(obj, "checkpoint_cost", fp.seconds, where)
+        if "checkpoint_cost" in obj else 0.0,
+        original=original,
+    )  # fmt: skip
+
+
+def read_jsonl(path: str | Path) -> Workload:
+    """Stream the jobs of a tide JSONL file; submit times must not decrease."""
+    p = Path(path)
+    if not p.is_file():
+        raise WorkloadError(f"JSONL file {str(p)!r} does not exist")
+    return Workload(WorkloadInfo(source=str(p), kind="jsonl"), lambda info: _jobs(p, info))
+
+
+def _jobs(path: Path, info: WorkloadInfo) -> Iterator[SimJob]:
+    last = -math.inf
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(s)
+            except json.JSONDecodeError as e:
+                msg = f"{where}: not valid JSON ({e.msg} at column {e.colno})"
+                raise WorkloadError(msg) from None
+            info.read += 1
+            job = parse_line(obj, info.read, where)
+            if job.submit < last:
+                raise _fail(where, "submit", f"{job.submit:g} is earlier than the line before "
+                            f"({last:g}); sort the file by submit")  # fmt: skip
+            last = job.submit
+            yield job
+
+
+# ---------------------------------------------------------------- writing
+
+_DEFAULTS = JobRequest()
+
+
+def _num(x: float) -> int | float:
+    """Integral floats as ints, so files read like hand-written ones."""
+    return int(x) if float(x).is_integer() else x
+
+
+def _hms(s: int) -> str:
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def job_to_dict(job: SimJob) -> dict[str, Any]:
+    """The structured (or sbatch) JSON form of a job; raises WorkloadError if
+    the request has something the format cannot say (dependencies, arrays)."""
+    out: dict[str, Any] = {"id": job.id, "submit": _num(job.submit),
+                           "duration": _num(job.duration), "name": job.name}  # fmt: skip
+    if job.user != "user":
+        out["user"] = job.user
+    r = job.request
+    if "sbatch" in job.original:
+        out["sbatch"] = job.original["sbatch"]
+    else:
+        out.update(_request_dict(r))
+        back = structured_request(out, job.name, "write_jsonl")
+        want = replace(r, name=job.name, warnings=())
+        if back != want:
+            bad = [f.name for f in fields(JobRequest)
+                   if getattr(back, f.name) != getattr(want, f.name)]  # fmt: skip
+            raise WorkloadError(f"job {job.id}: write_jsonl cannot express {', '.join(bad)}")
+    if job.checkpoint_interval is not None:
+        out["checkpoint_interval"] = _num(job.checkpoint_interval)
+    if job.checkpoint_cost:
+        out["checkpoint_cost"] = _num(job.checkpoint_cost)
+    if "meta" in job.original:
+        out["meta"] = job.original["meta"]
+    return out
+
+
+def _request_dict(r: JobRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if r.nodes_min is not None:
+        hi = r.nodes_max or r.nodes_min
+        out["nodes"] = r.nodes_min if hi == r.nodes_min else f"{r.nodes_min}-{hi}"
+    for key, (attr, _) in _SIMPLE.items():
+        value = getattr(r, attr)
+        if value == getattr(_DEFAULTS, attr):
+            continue
+        if attr == "partitions":
+            value = ",".join(value)
+        elif attr in ("nodelist", "exclude"):
+            value = compress(value)
+        elif attr == "begin":
+            value = _num(value)
+        out[key] = value
+    if r.switches is not None:
+        w = r.switches_wait
+        out["switches"] = r.switches if w is None else f"{r.switches}@{_hms(w)}"
+    return out
+
+
+def write_jsonl(jobs: Iterable[SimJob], path: str | Path | IO[str]) -> int:
+    """Write jobs one per line (keys in a fixed order); returns the count."""
+    if isinstance(path, str | Path):
+        with Path(path).open("w", encoding="utf-8") as f:
+            return write_jsonl(jobs, f)
+    n = 0
+    for job in jobs:
+        path.write(json.dumps(job_to_dict(job), separators=(", ", ": ")) + "\n")
+        n += 1
+    return n
