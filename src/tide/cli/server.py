@@ -1,0 +1,71 @@
+"""`tide server`: run the controller (store, scheduler, executor, REST API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tide.server.settings import DEFAULT_PORT
+
+server_app = typer.Typer(add_completion=False)
+
+
+@server_app.command(
+    "server",
+    help="Run the controller: REST API, scheduling loop and local executor.\n\n"
+    "Example: tide server --data-dir ~/.tide --cluster cluster.yaml --port 6817",
+)
+def server(
+    data_dir: Annotated[
+        Path, typer.Option(help="where the store, tokens and job state live")
+    ] = Path.home() / ".tide",
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = DEFAULT_PORT,
+    cluster: Annotated[Path | None, typer.Option(help="tide cluster file (YAML)")] = None,
+    slurm_conf: Annotated[Path | None, typer.Option(help="a slurm.conf to import")] = None,
+    demo: Annotated[bool, typer.Option(help="use the bundled demo cluster")] = False,
+    db: Annotated[
+        str, typer.Option(help="database URL (default: SQLite in DATA_DIR; or TIDE_DB)")
+    ] = "",
+    executor: Annotated[
+        str, typer.Option(help="'local' runs jobs here; 'none' only schedules")
+    ] = "local",
+    bf_interval: Annotated[int | None, typer.Option(help="seconds between backfill passes")] = None,
+    enforce_associations: Annotated[
+        bool, typer.Option(help="reject jobs of users without an association (Slurm's enforce)")
+    ] = False,
+    price: Annotated[
+        list[str] | None, typer.Option(help="price per GPU-hour, TYPE=PRICE (repeatable)")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
+) -> None:
+    from tide.server.main import serve
+    from tide.server.settings import Settings
+
+    if sum(x is not None and x is not False for x in (cluster, slurm_conf, demo or None)) > 1:
+        raise typer.BadParameter("give at most one of --cluster, --slurm-conf, --demo")
+    prices: dict[str, float] = {}
+    for item in price or []:
+        gpu_type, sep, value = item.partition("=")
+        try:
+            prices[gpu_type] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise typer.BadParameter(f"--price {item!r}: use TYPE=PRICE, e.g. a100=2.5")
+    settings = Settings(
+        data_dir=data_dir.expanduser(),
+        host=host,
+        port=port,
+        db_url=db,
+        cluster_file=cluster,
+        slurm_conf=slurm_conf,
+        demo=demo,
+        executor=executor,
+        bf_interval=bf_interval,
+        enforce_associations=enforce_associations,
+        prices=prices,
+    )
+    serve(settings, log_level)

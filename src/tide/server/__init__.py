@@ -1,0 +1,1 @@
+"""tide's controller: store, scheduling loop, executor and REST API."""

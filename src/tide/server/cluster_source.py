@@ -1,0 +1,63 @@
+"""Where the controller's cluster comes from: a file, slurm.conf, the demo, or this machine."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+from tide.model import AccountTree, Cluster, Partition
+from tide.model.sched_config import SchedulerConfig
+from tide.server.settings import Settings
+
+
+@dataclass(slots=True)
+class ClusterSource:
+    cluster: Cluster
+    config: SchedulerConfig
+    accounts: AccountTree
+    warnings: list[str] = field(default_factory=list)
+    origin: str = ""
+
+
+def load(settings: Settings) -> ClusterSource:
+    if settings.demo:
+        from tide.config.loader import bundled_cluster
+
+        return _wrap(bundled_cluster("demo"), "bundled demo cluster")
+    path = settings.cluster_file or settings.slurm_conf
+    if path is not None:
+        from tide.config.loader import load_cluster
+
+        return _wrap(load_cluster(path), str(path))
+    return this_machine()
+
+
+def this_machine() -> ClusterSource:
+    """One node, this host (autodetected), in one default partition 'local'."""
+    try:
+        from tide.config.autodetect import local_node
+
+        node = local_node()
+    except ImportError:  # autodetect not available: a 1-CPU node named after the host
+        from tide.model import Node
+
+        node = Node(name=socket.gethostname().split(".")[0] or "localhost")
+    node.partitions = ("local",)
+    if not node.address:
+        node.address = "127.0.0.1"
+    cluster = Cluster(
+        name=node.name,
+        nodes=[node],
+        partitions=[Partition("local", nodes=(node.name,), default=True)],
+    )
+    return ClusterSource(cluster, SchedulerConfig(), AccountTree(), [], "this machine")
+
+
+def _wrap(loaded: object, origin: str) -> ClusterSource:
+    return ClusterSource(
+        cluster=loaded.cluster,  # type: ignore[attr-defined]
+        config=loaded.config,  # type: ignore[attr-defined]
+        accounts=loaded.accounts,  # type: ignore[attr-defined]
+        warnings=list(loaded.warnings),  # type: ignore[attr-defined]
+        origin=origin,
+    )

@@ -1,0 +1,207 @@
+"""The controller: one object that owns the store, the caches, the executor,
+the submission writer and the scheduling loop. Routers reach it through
+`request.app.state.ctl`; services take it as their first argument.
+"""
+
+from __future__ import annotations
+
+import getpass
+import itertools
+import logging
+import os
+import secrets
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from tide.exec.base import Executor
+from tide.model import AccountTree, Cluster, Reservation
+from tide.model.sched_config import SchedulerConfig
+from tide.server import cluster_source
+from tide.server.auth import Authenticator
+from tide.server.settings import Settings
+from tide.server.writer import SubmitWriter
+from tide.store import accounting, db
+from tide.store import accounts as acctrepo
+from tide.store import jobs as jobrepo
+from tide.store import nodes as noderepo
+from tide.store import reservations as resvrepo
+from tide.store import tokens as tokrepo
+from tide.store import usage as usagerepo
+from tide.store.models import MetaRow
+
+log = logging.getLogger("tide.server")
+
+
+class Controller:
+    def __init__(
+        self,
+        settings: Settings,
+        executor: Executor | None = None,
+        schedule_fn: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.executor: Executor | None = executor
+        self._schedule_fn = schedule_fn
+        self.engine: Any = None
+        self.sessions: sessionmaker[Session] = None  # type: ignore[assignment]
+        self.cluster: Cluster = Cluster()
+        self.config = SchedulerConfig()
+        self.origin = ""
+        self.warnings: list[str] = []
+        self.tree = AccountTree()
+        self.node_states: dict[str, tuple[str, str]] = {}
+        self.reservations: list[Reservation] = []
+        self.usage: dict[str, float] = {}
+        self.usage_time = 0.0
+        self.prices: dict[str, float] = {}
+        self.lock = threading.RLock()  # guards the caches above
+        self._ids = itertools.count(1)
+        self._id_lock = threading.Lock()
+        self.secret = b""
+        self.auth: Authenticator = None  # type: ignore[assignment]
+        self.writer: SubmitWriter = None  # type: ignore[assignment]
+        self.loop: Any = None
+        self.started = 0.0
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        s = self.settings
+        s.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.secret = _secret_key(s.data_dir / "secret.key")
+        self.engine, self.sessions = db.open_store(s.database(), schema=s.db_schema)
+        src = cluster_source.load(s)
+        self.cluster, self.config, self.origin = src.cluster, src.config, src.origin
+        self.warnings = src.warnings
+        if s.bf_interval is not None:
+            self.config = replace(self.config, bf_interval=s.bf_interval)
+        self._bootstrap(src.accounts)
+        self.auth = Authenticator(self.sessions, self.secret)
+        self.ensure_admin_token()
+        if self.executor is None and s.executor == "local":
+            from tide.exec.local import LocalExecutor
+
+            self.executor = LocalExecutor(s.data_dir / "exec")
+        from tide.server.loop import SchedulingLoop
+
+        self.loop = SchedulingLoop(self, self._schedule_fn)
+        self.writer = SubmitWriter(self.sessions, on_commit=lambda n: self.loop.wake())
+        self.writer.start()
+        self.loop.start()
+        self.started = time.time()
+        log.info(
+            "tide controller up: cluster %s (%s), store %s",
+            self.cluster.name,
+            self.origin,
+            self.engine.url.render_as_string(hide_password=True),
+        )
+
+    def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.stop()
+        if self.writer is not None:
+            self.writer.stop()
+        if self.executor is not None:
+            self.executor.close()
+        if self.engine is not None:
+            self.engine.dispose()
+
+    def _bootstrap(self, file_tree: AccountTree) -> None:
+        now = time.time()
+        with self.sessions.begin() as ses:
+            if not acctrepo.is_seeded(ses):
+                acctrepo.seed_tree(ses, file_tree)
+            file_states = {n.name: (str(n.state), n.reason) for n in self.cluster.nodes}
+            noderepo.ensure(ses, [n.name for n in self.cluster.nodes], file_states)
+            ses.merge(MetaRow(key="cluster", value=self.cluster.name))
+            for gpu_type, price in self.settings.prices.items():
+                accounting.set_price(ses, gpu_type, price)
+        with self.sessions() as ses:
+            next_id = max(jobrepo.max_job_id(ses), _int(ses.get(MetaRow, "last_job_id"))) + 1
+            self._ids = itertools.count(next_id)
+            self.node_states = {r.name: (r.state, r.reason) for r in noderepo.load(ses).values()}
+            self.reservations = resvrepo.load(ses, now)
+            rows = usagerepo.load(ses)
+            self.usage = {k: r.value for k, r in rows.items()}
+            self.usage_time = max((r.updated for r in rows.values()), default=now) or now
+            self.prices = accounting.prices(ses)
+        self.reload_tree()
+
+    def ensure_admin_token(self) -> None:
+        """First start: an Administrator for the OS user and its token in
+        DATA_DIR/admin.token (0600). A token file whose token still works is kept."""
+        path = self.settings.token_file
+        user = getpass.getuser()
+        if path.exists():
+            with self.sessions() as ses:
+                if tokrepo.lookup(ses, path.read_text().strip(), time.time()) is not None:
+                    return
+        with self.sessions.begin() as ses:
+            acctrepo.put_user(ses, user, "Administrator")
+            token, _ = tokrepo.create(ses, user, time.time(), name="admin.token")
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        os.chmod(tmp, 0o600)
+        tmp.replace(path)
+
+    # --- caches ----------------------------------------------------------------
+
+    def reload_tree(self) -> None:
+        with self.sessions() as ses:
+            tree = acctrepo.load_tree(ses, self.cluster.name)
+        with self.lock:
+            self.tree = tree
+        if self.auth is not None:
+            self.auth.invalidate()
+
+    def reload_reservations(self) -> None:
+        with self.sessions() as ses:
+            resv = resvrepo.load(ses, time.time())
+        with self.lock:
+            self.reservations = resv
+
+    def set_node_state(self, name: str, state: str, reason: str) -> None:
+        with self.lock:
+            self.node_states[name] = (state, reason)
+
+    def live_cluster(self) -> Cluster:
+        """The cluster with administrative node states applied (drain, down)."""
+        from tide.model import NodeState
+
+        with self.lock:
+            states = dict(self.node_states)
+        nodes = []
+        for n in self.cluster.nodes:
+            st = states.get(n.name)
+            if st and (st[0] != str(n.state) or st[1] != n.reason):
+                n = replace(n, state=NodeState(st[0]), reason=st[1])
+            nodes.append(n)
+        return replace(self.cluster, nodes=nodes)
+
+    def next_ids(self, n: int) -> list[int]:
+        with self._id_lock:
+            return [next(self._ids) for _ in range(n)]
+
+
+def _secret_key(path: Path) -> bytes:
+    if path.exists():
+        return bytes.fromhex(path.read_text().strip())
+    key = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(key.hex())
+    return key
+
+
+def _int(row: MetaRow | None) -> int:
+    try:
+        return int(row.value) if row is not None else 0
+    except ValueError:
+        return 0

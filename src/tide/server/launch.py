@@ -1,0 +1,74 @@
+"""Decisions -> LaunchSpec: what the executor needs to start one job."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tide.exec.base import LaunchSpec, NodeLaunch
+from tide.model import Cluster, JobRequest
+from tide.sched.types import Allocation
+from tide.server.auth import job_token
+from tide.store.models import JobRow
+
+
+def tasks_per_node(req: JobRequest, nnodes: int) -> list[int]:
+    """Block distribution (srun's default): the first nodes take the extra tasks."""
+    if req.ntasks_per_node is not None and req.ntasks is None:
+        return [req.ntasks_per_node] * nnodes
+    total = req.task_count(nnodes)
+    if req.ntasks_per_node is not None:
+        total = min(total, req.ntasks_per_node * nnodes)
+    base, extra = divmod(max(total, nnodes), nnodes)
+    return [base + (1 if i < extra else 0) for i in range(nnodes)]
+
+
+def launch_spec(
+    row: JobRow,
+    req: JobRequest,
+    alloc: Allocation,
+    partition: str,
+    cluster: Cluster,
+    url: str,
+    secret: bytes,
+) -> LaunchSpec:
+    ntasks = tasks_per_node(req, len(alloc.nodes))
+    nodes = []
+    for na, n in zip(alloc.nodes, ntasks, strict=True):
+        node = cluster.nodes[na.node]
+        nodes.append(
+            NodeLaunch(
+                node=node.name,
+                address=node.address or "127.0.0.1",
+                gpus=na.gpus,
+                cores=na.cores,
+                mem_mb=na.mem,
+                ntasks=n,
+            )
+        )
+    env: dict[str, Any] = json.loads(row.env or "{}")
+    env.update({"TIDE_URL": url, "TIDE_JOB_TOKEN": job_token(secret, row.id)})
+    sig = req.signal
+    return LaunchSpec(
+        job_id=row.id,
+        name=row.name,
+        user=row.user,
+        account=row.account,
+        partition=partition,
+        script=row.script,
+        workdir=row.workdir or row.submit_dir,
+        submit_dir=row.submit_dir,
+        nodes=nodes,
+        env=env,
+        output=req.output,
+        error=req.error,
+        time_limit=req.time_limit,
+        signal=sig.signal if sig else None,
+        signal_lead=sig.lead if sig else 60,
+        array_job_id=row.array_job_id,
+        array_task_id=row.array_task_id,
+        restart_count=row.restarts,
+        cpus_per_task=req.cpus_per_task,
+        ntasks=sum(ntasks),
+        script_args=tuple(json.loads(row.script_args or "[]")),
+    )

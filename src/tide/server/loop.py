@@ -1,0 +1,288 @@
+"""The scheduling loop: Load -> Process -> Apply, on events and every bf_interval.
+
+* Load: one short read session builds the core's Snapshot (tide.server.snapshot).
+* Process: the pure core (tide.sched) decides, with no session open, so the
+  store is free for the API while the core thinks.
+* Apply: one write transaction of guarded updates: a start only happens if
+  the job is still PENDING at the revision the core saw; then the executor
+  launches the jobs that were committed as RUNNING.
+
+The same thread polls the executor for ended jobs (ExitReports) and ends
+them (tide.server.services.lifecycle). Events (a submission, a job end, a
+node resumed) wake the loop; passes are at least `min_interval` apart
+(Slurm's sched_min_interval), and a backfill pass runs every bf_interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, bindparam, update
+
+from tide.hostlist import compress
+from tide.sched.types import Decisions
+from tide.sched.usage import charge_all, decay
+from tide.server import launch as launching
+from tide.server.services import lifecycle
+from tide.server.snapshot import Loaded, RequestCache, load
+from tide.store import accounting, codec
+from tide.store import jobs as jobrepo
+from tide.store import usage as usagerepo
+from tide.store.models import JobRow
+
+log = logging.getLogger("tide.server")
+
+USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
+
+
+@dataclass(slots=True)
+class CycleStats:
+    cycles: int = 0
+    backfill_cycles: int = 0
+    started: int = 0
+    last_load: float = 0.0
+    last_process: float = 0.0
+    last_apply: float = 0.0
+    last_pending: int = 0
+    last_running: int = 0
+    last_at: float = 0.0
+    errors: int = 0
+    last_error: str = ""
+
+
+class SchedulingLoop:
+    def __init__(self, ctl: Any, schedule_fn: Any = None) -> None:
+        self.ctl = ctl
+        if schedule_fn is None:
+            from tide.sched.cycle import Scheduler
+            from tide.sched.index import build_index
+
+            schedule_fn = Scheduler(build_index(ctl.cluster)).schedule
+        self._schedule = schedule_fn
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tide-sched", daemon=True)
+        self._cache = RequestCache()
+        self.stats = CycleStats()
+        self._last_bf = 0.0
+        self._last_cycle = 0.0
+        self._usage_saved = time.time()
+        self._dirty = True
+        self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
+
+    def start(self) -> None:
+        lifecycle.reconcile(self.ctl)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def wake(self) -> None:
+        self._dirty = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        s = self.ctl.settings
+        while not self._stop.is_set():
+            self._wake.wait(timeout=s.poll_interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                if lifecycle.collect_exits(self.ctl):
+                    self._dirty = True
+                now = time.time()
+                due_bf = now - self._last_bf >= self.ctl.config.bf_interval
+                if (self._dirty or due_bf) and now - self._last_cycle >= s.min_interval:
+                    self._dirty = False
+                    self.cycle(backfill=due_bf or self.stats.cycles == 0)
+            except Exception as e:  # the loop must survive anything one pass does
+                self.stats.errors += 1
+                self.stats.last_error = f"{type(e).__name__}: {e}"
+                log.exception("scheduling pass failed")
+                time.sleep(min(1.0, s.poll_interval))
+
+    # --- one pass ----------------------------------------------------------------
+
+    def cycle(self, backfill: bool = True) -> Decisions:
+        with self.cycle_lock:
+            now = time.time()
+            self._last_cycle = now
+            if backfill:
+                self._last_bf = now
+            t0 = time.perf_counter()
+            self._charge_usage(now)
+            loaded = load(self.ctl, self._cache, now, backfill)
+            t1 = time.perf_counter()
+            decisions = self._schedule(loaded.snapshot)
+            t2 = time.perf_counter()
+            started = self._apply(loaded, decisions, now)
+            t3 = time.perf_counter()
+            st = self.stats
+            st.cycles += 1
+            st.backfill_cycles += int(backfill)
+            st.started += started
+            st.last_load, st.last_process, st.last_apply = t1 - t0, t2 - t1, t3 - t2
+            st.last_pending = len(loaded.snapshot.pending)
+            st.last_running = len(loaded.snapshot.running)
+            st.last_at = now
+            return decisions
+
+    def _apply(self, loaded: Loaded, d: Decisions, now: float) -> int:
+        ctl = self.ctl
+        snap = loaded.snapshot
+        by_id = {j.id: j for j in snap.pending}
+        launched: list[tuple[int, Any, str]] = []
+        with ctl.sessions.begin() as s:
+            for st in d.starts:
+                job = by_id.get(st.job_id)
+                meta = loaded.meta.get(st.job_id)
+                if job is None or meta is None:
+                    continue
+                names = [snap.cluster.nodes[n.node].name for n in st.alloc.nodes]
+                gpu_type = _gpu_type(snap, st.alloc)
+                ok = jobrepo.transition(
+                    s,
+                    st.job_id,
+                    ["PENDING"],
+                    "RUNNING",
+                    now,
+                    {
+                        "start_time": now,
+                        "run_partition": st.partition,
+                        "allocation": codec.alloc_json(st.alloc),
+                        "nodelist": compress(names),
+                        "gpus_alloc": st.alloc.gpu_count,
+                        "gpu_type": gpu_type,
+                        "reason": "None",
+                        "planned_start": None,
+                        "eligible_time": job.eligible if job.eligible is not None else now,
+                    },
+                    reason="backfill" if st.backfilled else "scheduled",
+                    actor="scheduler",
+                    rev=meta.rev,
+                )
+                if not ok:
+                    continue  # cancelled, held or changed since Load
+                accounting.open_attempt(
+                    s,
+                    job_id=st.job_id,
+                    attempt=job.restarts,
+                    user=job.user,
+                    account=job.account,
+                    partition=st.partition,
+                    start_time=now,
+                    allocation=codec.alloc_json(st.alloc),
+                    nodelist=compress(names),
+                    gpus=st.alloc.gpu_count,
+                    gpu_type=gpu_type,
+                    cpus=sum(len(n.cores) for n in st.alloc.nodes),
+                )
+                launched.append((st.job_id, st.alloc, st.partition))
+            self._write_pending(s, loaded, d)
+            if now - self._usage_saved >= USAGE_SAVE_EVERY:
+                usagerepo.save(s, dict(ctl.usage), {}, now)
+                self._usage_saved = now
+        for job_id, alloc, partition in launched:
+            self._launch(job_id, alloc, partition, snap)
+        return len(launched)
+
+    def _write_pending(self, s: Any, loaded: Loaded, d: Decisions) -> None:
+        """Reasons, priorities, planned starts and eligibility of pending jobs;
+        only what changed, so a quiet 100,000-job queue costs no writes."""
+        started = {st.job_id for st in d.starts}
+        changes = []
+        for job_id, info in d.pending.items():
+            meta = loaded.meta.get(job_id)
+            if meta is None or job_id in started:
+                continue
+            prio = float(round(d.priorities.get(job_id, info.priority)))
+            planned = info.planned_start
+            elig = d.eligible.get(job_id)
+            if (
+                str(info.reason) == meta.reason
+                and prio == meta.priority
+                and _same_time(planned, meta.planned_start)
+                and elig is None
+            ):
+                continue
+            nodes = ""
+            if info.planned_nodes:
+                cl = loaded.snapshot.cluster
+                nodes = compress([cl.nodes[i].name for i in info.planned_nodes])
+            changes.append(
+                {"jid": job_id, "r": str(info.reason), "p": prio, "ps": planned, "pn": nodes}
+            )
+        t = JobRow.__table__
+        if changes:
+            stmt = (
+                update(t)
+                .where(and_(t.c.id == bindparam("jid"), t.c.state == "PENDING"))
+                .values(
+                    reason=bindparam("r"),
+                    priority=bindparam("p"),
+                    planned_start=bindparam("ps"),
+                    planned_nodes=bindparam("pn"),
+                )
+            )
+            s.connection().execute(stmt, changes)
+        elig = [{"jid": j, "t": when} for j, when in d.eligible.items() if j not in started]
+        if elig:
+            stmt = (
+                update(t)
+                .where(and_(t.c.id == bindparam("jid"), t.c.eligible_time.is_(None)))
+                .values(eligible_time=bindparam("t"))
+            )
+            s.connection().execute(stmt, elig)
+
+    def _launch(self, job_id: int, alloc: Any, partition: str, snap: Any) -> None:
+        ctl = self.ctl
+        with ctl.sessions() as s:
+            row = jobrepo.get(s, job_id)
+            if row is None:
+                return
+            req = codec.request_from_json(row.request)
+            s.expunge(row)
+        try:
+            spec = launching.launch_spec(
+                row, req, alloc, partition, snap.cluster, ctl.settings.url, ctl.secret
+            )
+            if ctl.executor is None:
+                raise RuntimeError("no executor configured (server started with executor=none)")
+            ctl.executor.launch(spec)
+        except Exception as e:
+            log.exception("launch of job %s failed", job_id)
+            lifecycle.fail_launch(ctl, job_id, f"launch failed: {e}")
+
+    def _charge_usage(self, now: float) -> None:
+        """Decay usage by the time passed and charge running jobs' GPU-seconds
+        for it (priority/multifactor's periodic usage update)."""
+        ctl = self.ctl
+        with ctl.lock:
+            elapsed = now - ctl.usage_time
+            if elapsed <= 0:
+                return
+            usage = decay(ctl.usage, elapsed, ctl.config.decay_half_life)
+            ctl.usage = charge_all(usage, lifecycle.running_charges(ctl, ctl.usage_time, now))
+            ctl.usage_time = now
+
+
+def _gpu_type(snap: Any, alloc: Any) -> str:
+    for na in alloc.nodes:
+        node = snap.cluster.nodes[na.node]
+        for g in node.gpus:
+            if g.index in na.gpus and g.type:
+                return g.type
+    return ""
+
+
+def _same_time(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) < 30.0  # planned starts move with the clock; write when it matters

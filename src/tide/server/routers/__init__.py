@@ -1,0 +1,1 @@
+"""HTTP routes, thin: parse, call a service, return JSON."""

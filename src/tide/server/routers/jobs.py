@@ -1,0 +1,132 @@
+"""/v1/jobs: submit, list, show, cancel, hold, release, requeue, update, notify."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from tide.server import views
+from tide.server.auth import Principal
+from tide.server.deps import ctl_of, who
+from tide.server.errors import bad_request
+from tide.server.schemas import NotifyBody, SubmitBody, UpdateBody
+from tide.server.services import jobs as svc
+from tide.server.services import submit as submitting
+from tide.store.jobs import ACTIVE, JobFilter
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+Who = Annotated[Principal, Depends(who)]
+
+
+@router.post("", status_code=201, summary="Submit a job (sbatch script + options, or JSON)")
+async def submit(body: SubmitBody, request: Request, p: Who) -> dict[str, Any]:
+    ctl = ctl_of(request)
+    prepared = submitting.prepare(ctl, p, body)
+    await asyncio.wrap_future(ctl.writer.submit(prepared.rows))
+    ids = prepared.job_ids
+    first = prepared.rows[0]
+    out: dict[str, Any] = {"job_id": ids[0], "warnings": prepared.warnings}
+    if "array_job_id" in first:
+        out["array_job_id"] = first["array_job_id"]
+        out["job_ids"] = [f"{first['array_job_id']}_{r['array_task_id']}" for r in prepared.rows]
+    return out
+
+
+def _csv(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(v for x in values or () for v in x.split(",") if v)
+
+
+@router.get("", summary="List jobs (squeue / sacct filters)")
+def list_jobs(
+    request: Request,
+    p: Who,
+    state: Annotated[list[str] | None, Query(description="states, e.g. PENDING,RUNNING")] = None,
+    user: Annotated[list[str] | None, Query()] = None,
+    account: Annotated[list[str] | None, Query()] = None,
+    partition: Annotated[list[str] | None, Query()] = None,
+    name: Annotated[list[str] | None, Query()] = None,
+    job: Annotated[
+        list[str] | None, Query(description="job ids; an array id means all tasks")
+    ] = None,
+    all: Annotated[bool, Query(description="finished jobs too (sacct)")] = False,
+    start: Annotated[float | None, Query(description="ended at/after (epoch)")] = None,
+    end: Annotated[float | None, Query(description="submitted at/before (epoch)")] = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    format: Annotated[str, Query(description="'objects' or 'columns' (compact)")] = "objects",
+) -> Response:
+    states = tuple(s.upper() for s in _csv(state))
+    if not states and not all and start is None:
+        states = ACTIVE
+    ids: list[int] = []
+    for j in _csv(job):
+        head = j.split("_", 1)[0]
+        if not head.isdigit():
+            raise bad_request(f"job id {j!r} is not a number", "job", "e.g. job=12")
+        ids.append(int(head))
+    f = JobFilter(
+        ids=tuple(ids),
+        array_ids=tuple(ids),
+        states=states,
+        users=_csv(user),
+        accounts=_csv(account),
+        partitions=_csv(partition),
+        names=_csv(name),
+        start_after=start,
+        end_before=end,
+        limit=limit,
+    )
+    cols, rows = svc.listing(ctl_of(request), p, f)
+    if format == "columns":
+        body = {"columns": cols, "rows": rows}
+    else:
+        body = {"jobs": [views.queue_item(tuple(r)) for r in rows]}
+    # json.dumps directly: a 100,000-job queue must not go through response models
+    return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
+
+
+@router.get("/{job_id}", summary="Show a job (scontrol show job), with history and phases")
+def show(job_id: str, request: Request, p: Who) -> dict[str, Any]:
+    jobs = svc.show(ctl_of(request), p, job_id)
+    return {"jobs": jobs}
+
+
+@router.delete("/{job_id}", summary="Cancel a job (scancel), or signal it with ?signal=")
+def cancel(
+    job_id: str, request: Request, p: Who, signal: str | None = None, reason: str = ""
+) -> dict[str, Any]:
+    return {"jobs": svc.cancel(ctl_of(request), p, job_id, signal, reason)}
+
+
+@router.post("/{job_id}/cancel", summary="Cancel a job (same as DELETE)")
+def cancel_post(
+    job_id: str, request: Request, p: Who, signal: str | None = None, reason: str = ""
+) -> dict[str, Any]:
+    return {"jobs": svc.cancel(ctl_of(request), p, job_id, signal, reason)}
+
+
+@router.post("/{job_id}/hold", summary="Hold a pending job")
+def hold(job_id: str, request: Request, p: Who) -> dict[str, Any]:
+    return {"jobs": svc.hold(ctl_of(request), p, job_id)}
+
+
+@router.post("/{job_id}/release", summary="Release a held job")
+def release(job_id: str, request: Request, p: Who) -> dict[str, Any]:
+    return {"jobs": svc.release(ctl_of(request), p, job_id)}
+
+
+@router.post("/{job_id}/requeue", summary="Requeue a running or finished job")
+def requeue(job_id: str, request: Request, p: Who) -> dict[str, Any]:
+    return {"jobs": svc.requeue(ctl_of(request), p, job_id)}
+
+
+@router.patch("/{job_id}", summary="Update a job (time limit, priority, nice, name, ...)")
+def update(job_id: str, body: UpdateBody, request: Request, p: Who) -> dict[str, Any]:
+    return {"jobs": svc.update(ctl_of(request), p, job_id, body)}
+
+
+@router.post("/{job_id}/notify", summary="Report a phase from inside a job (step N, tasks up)")
+def notify(job_id: str, body: NotifyBody, request: Request, p: Who) -> dict[str, Any]:
+    return svc.notify(ctl_of(request), p, job_id, body)

@@ -1,0 +1,405 @@
+"""Job operations behind the REST API: show, list, cancel, hold, release,
+requeue, update, notify. Permission rules (Slurm's, without PrivateData
+exceptions): a user sees and changes their own jobs; an operator or admin
+any job. A job id may be "12", "12_3" (one array task) or "12" naming a
+whole array (every task), like scancel.
+"""
+
+from __future__ import annotations
+
+import json
+import signal as signals
+import time
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import select
+
+from tide.server import views
+from tide.server.auth import Principal
+from tide.server.errors import bad_request, conflict, forbidden, not_found
+from tide.server.schemas import NotifyBody, UpdateBody
+from tide.server.services.lifecycle import LIVE, REQUEUE, requeue_values
+from tide.store import accounting, codec
+from tide.store import jobs as jobrepo
+from tide.store.models import JobRow
+
+
+def parse_id(text: str) -> tuple[int, int | None]:
+    """'12' -> (12, None); '12_3' -> (12, 3)."""
+    head, sep, tail = text.partition("_")
+    if not head.isdigit() or (sep and not tail.isdigit()):
+        raise bad_request(
+            f"job id {text!r} is not a job id", "job_id", "use a number like 12 or 12_3"
+        )
+    return int(head), int(tail) if sep else None
+
+
+def rows_for(s: Any, text: str) -> list[JobRow]:
+    job_id, task = parse_id(text)
+    if task is not None:
+        stmt = select(JobRow).where(JobRow.array_job_id == job_id, JobRow.array_task_id == task)
+        rows = list(s.scalars(stmt))
+    else:
+        rows = list(s.scalars(select(JobRow).where(JobRow.array_job_id == job_id)))
+        if not rows:
+            row = s.get(JobRow, job_id)
+            rows = [row] if row is not None else []
+    if not rows:
+        raise not_found("job", text, "list your jobs with `tide queue` or `tide acct`")
+    return rows
+
+
+def check_owner(who: Principal, row: JobRow, action: str) -> None:
+    if who.operator or row.user == who.user:
+        return
+    if who.role == "job" and who.job_id == row.id and action == "notify":
+        return
+    raise forbidden(
+        f"job {row.id} belongs to {row.user!r}; user {who.user!r} may not {action} it",
+        "act only on your own jobs, or ask an operator",
+    )
+
+
+def show(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+    with ctl.sessions() as s:
+        rows = rows_for(s, text)
+        for r in rows:
+            check_owner(who, r, "see")
+        atts = accounting.attempts(s, [r.id for r in rows])
+        by_job: dict[int, list[Any]] = {}
+        for a in atts:
+            by_job.setdefault(a.job_id, []).append(a)
+        return [views.job_full(r, jobrepo.events(s, r.id), by_job.get(r.id, [])) for r in rows]
+
+
+def listing(ctl: Any, who: Principal, f: jobrepo.JobFilter) -> tuple[list[str], list[list[Any]]]:
+    """(columns, rows) for a queue/acct listing; users see their own jobs only."""
+    if not who.operator:
+        if f.users and set(f.users) != {who.user}:
+            raise forbidden(
+                f"user {who.user!r} may list only their own jobs",
+                "drop --user, or ask an operator",
+            )
+        f = replace(f, users=(who.user,))
+    with ctl.sessions() as s:
+        rows = jobrepo.query_columns(s, views.QUEUE_COLUMNS, f)
+    return list(views.QUEUE_COLUMNS), [list(r) for r in rows]
+
+
+def cancel(
+    ctl: Any, who: Principal, text: str, sig: str | None = None, reason: str = ""
+) -> list[dict[str, Any]]:
+    """scancel: pending jobs end now; live jobs are killed (SIGTERM, KillWait,
+    SIGKILL) and end CANCELLED when their processes are gone."""
+    now = time.time()
+    out = []
+    kill: list[int] = []
+    with ctl.sessions.begin() as s:
+        for row in rows_for(s, text):
+            check_owner(who, row, "cancel")
+            if sig:
+                out.append(_signal(ctl, row, sig))
+                continue
+            if row.state == "PENDING":
+                jobrepo.transition(
+                    s,
+                    row.id,
+                    ["PENDING"],
+                    "CANCELLED",
+                    now,
+                    {"end_time": now, "reason": "None", "rev": row.rev + 1},
+                    reason=reason or f"cancelled by {who.user}",
+                    actor=who.user,
+                )
+                out.append({"job_id": _did(row), "state": "CANCELLED"})
+            elif row.state in LIVE:
+                jobrepo.transition(
+                    s,
+                    row.id,
+                    [row.state],
+                    "COMPLETING",
+                    now,
+                    {"cancel_requested": who.user},
+                    reason=reason or f"cancel requested by {who.user}",
+                    actor=who.user,
+                )
+                kill.append(row.id)
+                out.append({"job_id": _did(row), "state": "COMPLETING"})
+            else:
+                out.append({"job_id": _did(row), "state": row.state, "note": "already ended"})
+    for job_id in kill:
+        if ctl.executor is not None:
+            ctl.executor.cancel(job_id, grace=ctl.settings.kill_wait)
+    _wake(ctl)
+    return out
+
+
+def _signal(ctl: Any, row: JobRow, sig: str) -> dict[str, Any]:
+    name = sig.upper()
+    name = name if name.startswith("SIG") else "SIG" + name
+    num = int(sig) if sig.isdigit() else getattr(signals, name, None)
+    if num is None:
+        raise bad_request(f"--signal={sig}: unknown signal", "signal", "e.g. USR1, TERM, 10")
+    if row.state not in LIVE:
+        raise conflict(
+            f"job {_did(row)} is {row.state}, not running",
+            "job_id",
+            "signals go to running jobs only",
+        )
+    if ctl.executor is not None:
+        ctl.executor.signal(row.id, int(num))
+    return {"job_id": _did(row), "state": row.state, "signal": int(num)}
+
+
+def hold(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+    """scontrol hold: a user hold (JobHeldUser) from the owner, an admin hold
+    (JobHeldAdmin) from an operator."""
+    kind = "admin" if who.operator else "user"
+    reason = "JobHeldAdmin" if kind == "admin" else "JobHeldUser"
+    return _set_held(ctl, who, text, kind, reason, "hold")
+
+
+def release(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+    return _set_held(ctl, who, text, "", "None", "release")
+
+
+def _set_held(
+    ctl: Any, who: Principal, text: str, kind: str, reason: str, action: str
+) -> list[dict[str, Any]]:
+    now = time.time()
+    out = []
+    with ctl.sessions.begin() as s:
+        for row in rows_for(s, text):
+            check_owner(who, row, action)
+            if row.state != "PENDING":
+                raise conflict(
+                    f"job {_did(row)} is {row.state}; only pending jobs can be held or released",
+                    "job_id",
+                    "hold jobs before they start",
+                )
+            if action == "release" and row.held == "admin" and not who.operator:
+                raise forbidden(
+                    f"job {_did(row)} was held by an operator; only an operator can release it",
+                    "ask an operator",
+                )
+            jobrepo.transition(
+                s,
+                row.id,
+                ["PENDING"],
+                None,
+                now,
+                {"held": kind, "reason": reason, "rev": row.rev + 1},
+            )
+            jobrepo.add_event(s, row.id, now, "PENDING", "PENDING", action, who.user)
+            out.append({"job_id": _did(row), "held": kind or "no"})
+    _wake(ctl)
+    return out
+
+
+def requeue(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+    """scontrol requeue: a live job is killed and goes back to PENDING with
+    restarts+1; a finished one goes back to PENDING at once."""
+    now = time.time()
+    out = []
+    kill = []
+    with ctl.sessions.begin() as s:
+        for row in rows_for(s, text):
+            check_owner(who, row, "requeue")
+            if row.state in LIVE:
+                jobrepo.transition(
+                    s,
+                    row.id,
+                    [row.state],
+                    "COMPLETING",
+                    now,
+                    {"cancel_requested": REQUEUE + who.user},
+                    reason=f"requeue requested by {who.user}",
+                    actor=who.user,
+                )
+                kill.append(row.id)
+                out.append({"job_id": _did(row), "state": "COMPLETING"})
+            elif row.state == "PENDING":
+                raise conflict(
+                    f"job {_did(row)} is already pending",
+                    "job_id",
+                    "requeue running or finished jobs",
+                )
+            else:
+                jobrepo.transition(
+                    s,
+                    row.id,
+                    [row.state],
+                    "PENDING",
+                    now,
+                    requeue_values(row),
+                    reason=f"requeued by {who.user}",
+                    actor=who.user,
+                )
+                out.append({"job_id": _did(row), "state": "PENDING"})
+    for job_id in kill:
+        if ctl.executor is not None:
+            ctl.executor.cancel(job_id, grace=ctl.settings.kill_wait)
+    _wake(ctl)
+    return out
+
+
+def update(ctl: Any, who: Principal, text: str, body: UpdateBody) -> list[dict[str, Any]]:
+    """scontrol update: users may lower their time limit, raise nice or rename;
+    operators may change anything, including a fixed priority."""
+    now = time.time()
+    out = []
+    with ctl.sessions.begin() as s:
+        for row in rows_for(s, text):
+            check_owner(who, row, "update")
+            req = codec.request_from_json(row.request)
+            values: dict[str, Any] = {}
+            changes: dict[str, Any] = {}
+            if body.time_limit is not None:
+                _check_time(who, row, req.time_limit, body.time_limit)
+                changes["time_limit"] = body.time_limit
+                values["time_limit"] = body.time_limit
+            if body.priority is not None:
+                if not who.operator:
+                    raise forbidden(
+                        "only operators may set a job's priority",
+                        "use --nice to lower your own job's priority",
+                    )
+                values["priority_override"] = body.priority
+            if body.nice is not None:
+                if body.nice < 0 and not who.operator:
+                    raise forbidden("only operators may set a negative nice", "use a nice >= 0")
+                changes["nice"] = body.nice
+                values["nice"] = body.nice
+            if body.name is not None:
+                changes["name"] = body.name
+                values["name"] = body.name
+            for key in ("partition", "qos", "account"):
+                new = getattr(body, key)
+                if new is None:
+                    continue
+                if row.state != "PENDING":
+                    raise conflict(
+                        f"{key} can only change while the job is pending",
+                        key,
+                        "update it before the job starts",
+                    )
+                _check_known(ctl, key, new)
+                if key == "partition":
+                    changes["partitions"] = tuple(new.split(","))
+                    values["partition"] = new
+                else:
+                    changes[key] = new
+                    values[key] = new
+            if not values:
+                raise bad_request("nothing to update", "", "give time_limit, priority, nice, ...")
+            if row.state not in ("PENDING", *LIVE):
+                raise conflict(
+                    f"job {_did(row)} has ended ({row.state})",
+                    "job_id",
+                    "update pending or running jobs",
+                )
+            if changes:
+                values["request"] = codec.request_json(replace(req, **changes))
+            values["rev"] = row.rev + 1
+            jobrepo.transition(s, row.id, [row.state], None, now, values)
+            jobrepo.add_event(
+                s,
+                row.id,
+                now,
+                row.state,
+                row.state,
+                "update "
+                + ",".join(f"{k}={v}" for k, v in body.model_dump().items() if v is not None),
+                who.user,
+            )
+            if "time_limit" in values and row.state in LIVE:
+                _retime(ctl, row.id, body.time_limit)
+            out.append({"job_id": _did(row), "updated": sorted(values)})
+    _wake(ctl)
+    return out
+
+
+def _check_time(who: Principal, row: JobRow, old: int | None, new: int) -> None:
+    if new <= 0:
+        raise bad_request("time limit must be positive", "time_limit", "e.g. 3600")
+    if not who.operator and (old is None or new > old):
+        raise forbidden(
+            "only operators may raise a time limit", "ask an operator, or lower it instead"
+        )
+
+
+def _check_known(ctl: Any, key: str, value: str) -> None:
+    if key == "partition":
+        for p in value.split(","):
+            if ctl.cluster.partition(p) is None:
+                names = ", ".join(x.name for x in ctl.cluster.partitions)
+                raise bad_request(f"partition {p!r} does not exist", key, f"use one of: {names}")
+    elif key == "qos" and value not in ctl.tree.qos:
+        raise bad_request(
+            f"QOS {value!r} does not exist", key, f"use one of: {', '.join(sorted(ctl.tree.qos))}"
+        )
+    elif key == "account" and value not in ctl.tree.accounts:
+        raise bad_request(
+            f"account {value!r} does not exist",
+            key,
+            f"use one of: {', '.join(sorted(ctl.tree.accounts))}",
+        )
+
+
+def _retime(ctl: Any, job_id: int, seconds: int | None) -> None:
+    """Tell the executor's supervisor about a new limit, if it can take one."""
+    fn = getattr(ctl.executor, "set_time_limit", None)
+    if fn is None:
+        raise conflict(
+            "this executor cannot change the time limit of a running job",
+            "time_limit",
+            "change it before the job starts",
+        )
+    fn(job_id, seconds)
+
+
+def notify(ctl: Any, who: Principal, text: str, body: NotifyBody) -> dict[str, Any]:
+    """Phase reports from inside a job: 'tasks_running' (all tasks up) and
+    'step' (training step N; the first one sets first_step)."""
+    now = time.time()
+    with ctl.sessions.begin() as s:
+        rows = rows_for(s, text)
+        row = rows[0]
+        check_owner(who, row, "notify")
+        if row.state not in LIVE:
+            raise conflict(
+                f"job {_did(row)} is {row.state}, not running",
+                "job_id",
+                "notify from inside a running job",
+            )
+        values: dict[str, Any] = {}
+        if body.event == "tasks_running":
+            if row.tasks_running_time is None:
+                values["tasks_running_time"] = now
+        elif body.event == "step":
+            if row.first_step_time is None:
+                values["first_step_time"] = now
+                if row.tasks_running_time is None:
+                    values["tasks_running_time"] = now
+            values["last_step"] = body.step if body.step is not None else (row.last_step or 0) + 1
+        else:
+            raise bad_request(
+                f"unknown event {body.event!r}", "event", "use 'step' or 'tasks_running'"
+            )
+        if values:
+            jobrepo.transition(s, row.id, [row.state], None, now, values)
+    return {"job_id": _did(row), "event": body.event, **{k: v for k, v in values.items()}}
+
+
+def _did(row: JobRow) -> str:
+    return views.display_id(row.id, row.array_job_id, row.array_task_id)
+
+
+def warnings_of(row: JobRow) -> list[str]:
+    return list(json.loads(row.warnings or "[]"))
+
+
+def _wake(ctl: Any) -> None:
+    if ctl.loop is not None:
+        ctl.loop.wake()

@@ -1,0 +1,43 @@
+"""How the server was started: paths, address, cluster source, database."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PORT = 6817  # slurmctld's port: the habit carries over
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
+TOKEN_FILE = "admin.token"
+
+
+@dataclass(slots=True)
+class Settings:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    db_url: str = ""  # "" = SQLite in data_dir
+    db_schema: str | None = None  # PostgreSQL search_path (tests)
+    cluster_file: Path | None = None
+    slurm_conf: Path | None = None
+    demo: bool = False
+    executor: str = "local"  # "local" or "none" (tests of the API alone)
+    kill_wait: float = 30.0  # KillWait: SIGTERM -> SIGKILL on cancel
+    min_interval: float = 0.2  # sched_min_interval: at most 5 event passes per second
+    poll_interval: float = 0.25  # how often the executor is polled for ends
+    bf_interval: int | None = None  # override the cluster's bf_interval
+    enforce_associations: bool = False  # AccountingStorageEnforce=associations
+    prices: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def token_file(self) -> Path:
+        return self.data_dir / TOKEN_FILE
+
+    def database(self) -> str:
+        from tide.store.db import default_url
+
+        return self.db_url or os.environ.get("TIDE_DB", "") or default_url(self.data_dir)

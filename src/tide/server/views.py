@@ -1,0 +1,136 @@
+"""JSON views of stored rows: what the API returns and the CLI prints.
+
+Field names follow scontrol/sacct where one exists (JobId, ArrayJobId...
+are spelled in snake_case). Times are epoch seconds; the CLI formats them.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any
+
+from tide.store.models import AttemptRow, JobEventRow, JobRow
+
+# Columns of a queue listing, in order (the columnar format sends these once).
+QUEUE_COLUMNS = (
+    "id",
+    "array_job_id",
+    "array_task_id",
+    "name",
+    "user",
+    "account",
+    "partition",
+    "run_partition",
+    "qos",
+    "state",
+    "reason",
+    "held",
+    "priority",
+    "nodes_req",
+    "gpus_req",
+    "nodelist",
+    "gpus_alloc",
+    "time_limit",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "planned_start",
+    "planned_nodes",
+    "exit_code",
+    "exit_signal",
+    "restarts",
+    "gpu_seconds",
+)
+
+
+def display_id(job_id: int, array_job_id: int | None, array_task_id: int | None) -> str:
+    if array_job_id is not None and array_task_id is not None:
+        return f"{array_job_id}_{array_task_id}"
+    return str(job_id)
+
+
+def exit_text(code: int | None, sig: int | None) -> str:
+    """Slurm's ExitCode: 'code:signal'."""
+    if code is None and sig is None:
+        return ""
+    return f"{code or 0}:{sig or 0}"
+
+
+def queue_item(values: tuple[Any, ...]) -> dict[str, Any]:
+    d = dict(zip(QUEUE_COLUMNS, values, strict=True))
+    d["job_id"] = display_id(d["id"], d["array_job_id"], d["array_task_id"])
+    d["exit"] = exit_text(d["exit_code"], d["exit_signal"])
+    return d
+
+
+def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow]) -> dict[str, Any]:
+    d = queue_item(tuple(getattr(row, c) for c in QUEUE_COLUMNS))
+    d.update(
+        {
+            "request": json.loads(row.request),
+            "dependency": row.dependency,
+            "priority_override": row.priority_override,
+            "nice": row.nice,
+            "workdir": row.workdir,
+            "submit_dir": row.submit_dir,
+            "script_args": json.loads(row.script_args or "[]"),
+            "stdout": row.stdout_path,
+            "stderr": row.stderr_path,
+            "allocation": json.loads(row.allocation) if row.allocation else None,
+            "gpu_type": row.gpu_type,
+            "derived_exit": row.derived_exit,
+            "cancel_requested": row.cancel_requested,
+            "warnings": json.loads(row.warnings or "[]"),
+            "phases": phases(row),
+            "history": [
+                {
+                    "time": e.time,
+                    "from": e.from_state,
+                    "to": e.to_state,
+                    "reason": e.reason,
+                    "actor": e.actor,
+                }
+                for e in events
+            ],
+            "attempts": [attempt(a) for a in attempts],
+        }
+    )
+    return d
+
+
+def phases(row: JobRow) -> dict[str, Any]:
+    """Phase timestamps and the waits between them (seconds), so queueing is
+    measured phase by phase: submit -> eligible -> started -> all tasks
+    running -> first step -> ended."""
+    t = {
+        "submitted": row.submit_time,
+        "eligible": row.eligible_time,
+        "started": row.start_time,
+        "tasks_running": row.tasks_running_time,
+        "first_step": row.first_step_time,
+        "ended": row.end_time,
+    }
+    order = list(t)
+    waits: dict[str, float | None] = {}
+    for a, b in pairwise(order):
+        ta, tb = t[a], t[b]
+        waits[f"{a}->{b}"] = (tb - ta) if ta is not None and tb is not None else None
+    return {"times": t, "waits": waits, "last_step": row.last_step}
+
+
+def attempt(a: AttemptRow) -> dict[str, Any]:
+    return {
+        "attempt": a.attempt,
+        "start": a.start_time,
+        "end": a.end_time,
+        "state": a.state,
+        "exit": exit_text(a.exit_code, a.exit_signal),
+        "nodelist": a.nodelist,
+        "gpus": a.gpus,
+        "gpu_type": a.gpu_type,
+        "cpus": a.cpus,
+        "gpu_seconds": a.gpu_seconds,
+        "partition": a.partition,
+        "allocation": json.loads(a.allocation) if a.allocation else None,
+    }
