@@ -1,0 +1,22 @@
+"""What every loader returns: the three model objects and the warnings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tide.model import AccountTree, Cluster
+from tide.model.sched_config import SchedulerConfig
+
+
+@dataclass(slots=True)
+class LoadedCluster:
+    cluster: Cluster
+    config: SchedulerConfig
+    accounts: AccountTree
+    warnings: list[str] = field(default_factory=list)
+    source: str = ""  # what was loaded (a path or "bundled:NAME"), for messages
+
+    def same_model(self, other: LoadedCluster) -> bool:
+        """Equal cluster, config and accounts (warnings and source aside)."""
+        return (self.cluster, self.config, self.accounts) == (
+            other.cluster, other.config, other.accounts)
