@@ -82,7 +82,6 @@ def test_filters_and_final_states(store_url: tuple[str, str | None]) -> None:
         states = jobrepo.final_states(s, ["1", "3"])
         assert states == {
             "1": "COMPLETED",
-            "3": "FAILED",
             "3_0": "FAILED",
             "3_1": "COMPLETED",
             "4": "COMPLETED",

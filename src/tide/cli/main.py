@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from tide.cli import jobs as jobs_cli
+from tide.cli.admin import admin_app
 from tide.cli.cluster import cluster_app
+from tide.cli.server import server_app
 from tide.cli.sim import sim_app
 
 app = typer.Typer(
@@ -15,6 +18,9 @@ app = typer.Typer(
 )
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(sim_app, name="sim")
+app.registered_commands += server_app.registered_commands  # `tide server`
+jobs_cli.register(app)  # sbatch, queue, cancel, show, acct, nodes, ...
+app.add_typer(admin_app, name="admin")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 import tide
 from tide.server import errors
 from tide.server.controller import Controller
-from tide.server.routers import jobs, meta
+from tide.server.routers import admin, jobs, meta, nodes, reports, reservations
 from tide.server.settings import Settings
 
 
@@ -40,19 +40,13 @@ def create_app(settings: Settings, controller: Controller | None = None, **ctl_k
     )
     app.state.ctl = ctl
     errors.install(app)
-    for r in (meta.router, jobs.router):
+    for r in (
+        meta.router,
+        jobs.router,
+        nodes.router,
+        admin.router,
+        reports.router,
+        reservations.router,
+    ):
         app.include_router(r)
-    _extra_routers(app)
     return app
-
-
-def _extra_routers(app: FastAPI) -> None:
-    """Routers that come in later modules (nodes, accounts, reports...)."""
-    import importlib
-
-    for name in ("nodes", "admin", "reports", "reservations"):
-        try:
-            mod = importlib.import_module(f"tide.server.routers.{name}")
-        except ModuleNotFoundError:
-            continue
-        app.include_router(mod.router)

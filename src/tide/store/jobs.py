@@ -169,7 +169,8 @@ def query_rows(session: Session, f: JobFilter) -> list[JobRow]:
 
 
 def final_states(session: Session, display_ids: Iterable[str]) -> dict[str, str]:
-    """Final state per display id ("12", "12_3", or "12" for a whole array)."""
+    """Final state per display id ("12", "12_3") of the jobs named by `display_ids`,
+    with every task of a named array. Callers pass finished jobs' ids only."""
     plain: set[int] = set()
     for d in display_ids:
         head = d.split("_", 1)[0].split("+", 1)[0]
@@ -184,5 +185,8 @@ def final_states(session: Session, display_ids: Iterable[str]) -> dict[str, str]
     for jid, aid, tid, state in session.execute(stmt):
         if aid is not None and tid is not None:
             out[f"{aid}_{tid}"] = state
-        out[str(jid)] = state
+            if jid != aid:  # a task named by its own job id; "aid" means the array
+                out[str(jid)] = state
+        else:
+            out[str(jid)] = state
     return out

@@ -1,0 +1,401 @@
+"""Slurm-like text views of API answers: squeue, sacct, sinfo, sshare, sprio,
+sreport, scontrol show. Pure functions of the JSON the server returns."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+from tide.client.format import STATE_CODE, duration, table, timestamp
+from tide.hostlist import compress, expand
+
+LIVE = {"RUNNING", "COMPLETING", "SUSPENDED"}
+
+
+def _jid(r: dict[str, Any]) -> str:
+    if r.get("array_job_id") is not None and r.get("array_task_id") is not None:
+        return f"{r['array_job_id']}_{r['array_task_id']}"
+    return str(r["id"])
+
+
+def _nnodes(r: dict[str, Any]) -> int:
+    if r.get("nodelist"):
+        try:
+            return len(expand(r["nodelist"]))
+        except ValueError:
+            return r.get("nodes_req") or 1
+    return r.get("nodes_req") or 1
+
+
+def queue(columns: list[str], rows: list[list[Any]], now: float, start: bool = False) -> None:
+    """squeue's default view (plus GPUS); `start` = squeue --start."""
+    ix = {c: i for i, c in enumerate(columns)}
+    st, pr, jid = ix["state"], ix["priority"], ix["id"]
+    ordered = sorted(rows, key=lambda r: (r[st] not in LIVE, -(r[pr] or 0), r[jid]))
+    out = []
+    if start:
+        headers = [
+            "JOBID",
+            "PARTITION",
+            "NAME",
+            "USER",
+            "ST",
+            "START_TIME",
+            "NODES",
+            "SCHEDNODES",
+            "NODELIST(REASON)",
+        ]
+        for v in ordered:
+            r = dict(zip(columns, v, strict=True))
+            if r["state"] != "PENDING":
+                continue
+            out.append(
+                [
+                    _jid(r),
+                    r["partition"],
+                    r["name"][:8],
+                    r["user"][:8],
+                    "PD",
+                    timestamp(r["planned_start"]) if r["planned_start"] else "N/A",
+                    r["nodes_req"],
+                    r["planned_nodes"] or "(null)",
+                    f"({r['reason']})",
+                ]
+            )
+        table(headers, out, right={0, 6})
+        return
+    headers = [
+        "JOBID",
+        "PARTITION",
+        "NAME",
+        "USER",
+        "ST",
+        "TIME",
+        "NODES",
+        "GPUS",
+        "NODELIST(REASON)",
+    ]
+    for v in ordered:
+        r = dict(zip(columns, v, strict=True))
+        live = r["state"] in LIVE
+        elapsed = (now - r["start_time"]) if live and r["start_time"] else 0
+        where = r["nodelist"] if live else f"({r['reason']})"
+        out.append(
+            [
+                _jid(r),
+                r["run_partition"] or r["partition"],
+                r["name"][:8],
+                r["user"][:8],
+                STATE_CODE.get(r["state"], r["state"]),
+                duration(elapsed),
+                _nnodes(r) if live else r["nodes_req"],
+                r["gpus_alloc"] if live else r["gpus_req"],
+                where,
+            ]
+        )
+    table(headers, out, right={0, 5, 6, 7})
+
+
+# --- sacct ---------------------------------------------------------------------
+
+
+def _elapsed(r: dict[str, Any], now: float) -> float:
+    if r.get("start_time") is None:
+        return 0.0
+    return (r.get("end_time") or now) - r["start_time"]
+
+
+ACCT_FIELDS: dict[str, Any] = {
+    "jobid": ("JobID", lambda r, n: _jid(r)),
+    "jobidraw": ("JobIDRaw", lambda r, n: str(r["id"])),
+    "jobname": ("JobName", lambda r, n: r["name"]),
+    "user": ("User", lambda r, n: r["user"]),
+    "account": ("Account", lambda r, n: r["account"]),
+    "partition": ("Partition", lambda r, n: r["run_partition"] or r["partition"]),
+    "qos": ("QOS", lambda r, n: r["qos"]),
+    "state": ("State", lambda r, n: r["state"]),
+    "exitcode": ("ExitCode", lambda r, n: r["exit"] or "0:0"),
+    "submit": ("Submit", lambda r, n: timestamp(r["submit_time"])),
+    "start": ("Start", lambda r, n: timestamp(r["start_time"])),
+    "end": ("End", lambda r, n: timestamp(r["end_time"])),
+    "elapsed": ("Elapsed", lambda r, n: duration(_elapsed(r, n))),
+    "elapsedraw": ("ElapsedRaw", lambda r, n: int(_elapsed(r, n))),
+    "timelimit": ("Timelimit", lambda r, n: duration(r["time_limit"])),
+    "nnodes": ("NNodes", lambda r, n: _nnodes(r)),
+    "nodelist": ("NodeList", lambda r, n: r["nodelist"] or "None assigned"),
+    "allocgpus": ("AllocGPUS", lambda r, n: r["gpus_alloc"]),
+    "reqgpus": ("ReqGPUS", lambda r, n: r["gpus_req"]),
+    "gpuseconds": ("GPUSeconds", lambda r, n: int(r["gpu_seconds"] + _live_gpu_s(r, n))),
+    "gpuhours": ("GPUHours", lambda r, n: f"{(r['gpu_seconds'] + _live_gpu_s(r, n)) / 3600:.2f}"),
+    "restarts": ("Restarts", lambda r, n: r["restarts"]),
+    "reason": ("Reason", lambda r, n: r["reason"]),
+    "priority": ("Priority", lambda r, n: int(r["priority"] or 0)),
+}
+DEFAULT_ACCT = "JobID,JobName,Partition,Account,AllocGPUS,State,ExitCode"
+
+
+def _live_gpu_s(r: dict[str, Any], now: float) -> float:
+    if r["state"] in LIVE and r.get("start_time"):
+        return (now - r["start_time"]) * (r["gpus_alloc"] or 0)
+    return 0.0
+
+
+def acct_fields(spec: str) -> list[tuple[str, Any, int | None]]:
+    """--format=JobID,JobName%30,...: (header, getter, width or None)."""
+    out = []
+    for word in [w for w in spec.split(",") if w]:
+        name, _, width = word.partition("%")
+        key = name.strip().lower()
+        if key not in ACCT_FIELDS:
+            known = ",".join(h for h, _ in ACCT_FIELDS.values())
+            raise ValueError(f"--format: unknown field {name!r}; fields: {known}")
+        header, getter = ACCT_FIELDS[key]
+        out.append((header, getter, int(width) if width.isdigit() else None))
+    return out
+
+
+def acct(jobs: list[dict[str, Any]], spec: str, now: float, parsable: bool = False) -> None:
+    fields = acct_fields(spec or DEFAULT_ACCT)
+    rows = []
+    for r in jobs:
+        row = []
+        for _, getter, width in fields:
+            v = str(getter(r, now))
+            row.append(v[:width] if width else v)
+        rows.append(row)
+    if parsable:
+        lines = ["|".join(h for h, _, _ in fields)] + ["|".join(r) for r in rows]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    table([h for h, _, _ in fields], rows)
+
+
+# --- sinfo ---------------------------------------------------------------------
+
+
+def nodes_by_partition(parts: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
+    by_name = {n["name"]: n for n in nodes}
+    rows = []
+    for p in parts:
+        groups: dict[str, list[str]] = defaultdict(list)
+        for name in p["nodes"]:
+            n = by_name.get(name)
+            if n is not None:
+                groups[n["state"].lower()].append(name)
+        for state, names in sorted(groups.items()):
+            gpus = sum(by_name[x]["gpus"] for x in names)
+            used = sum(by_name[x]["gpus_alloc"] for x in names)
+            rows.append(
+                [
+                    p["name"] + ("*" if p["default"] else ""),
+                    p["state"].lower(),
+                    duration(p["max_time"]) if p["max_time"] else "infinite",
+                    len(names),
+                    state,
+                    f"{used}/{gpus}",
+                    compress(names),
+                ]
+            )
+    table(
+        ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "GPUS(A/T)", "NODELIST"],
+        rows,
+        right={3},
+    )
+
+
+def nodes_by_switch(nodes: list[dict[str, Any]]) -> None:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for n in nodes:
+        groups[(n.get("switch") or "-", n["state"].lower())].append(n)
+    rows = []
+    for (switch, state), ns in sorted(groups.items()):
+        gpus = sum(n["gpus"] for n in ns)
+        used = sum(n["gpus_alloc"] for n in ns)
+        path = ns[0].get("switch_path") or switch
+        rows.append(
+            [switch, path, len(ns), state, f"{used}/{gpus}", compress([n["name"] for n in ns])]
+        )
+    table(["SWITCH", "PATH", "NODES", "STATE", "GPUS(A/T)", "NODELIST"], rows, right={2})
+
+
+def nodes_long(nodes: list[dict[str, Any]]) -> None:
+    rows = [
+        [
+            n["name"],
+            ",".join(n["partitions"]),
+            n["state"].lower(),
+            f"{n['cpus_alloc']}/{n['cpus']}",
+            f"{n['gpus_alloc']}/{n['gpus']}",
+            n["gpu_type"] or "-",
+            n["memory"],
+            n.get("switch") or "-",
+            n["reason"] or "none",
+        ]
+        for n in nodes
+    ]
+    table(
+        [
+            "NODELIST",
+            "PARTITION",
+            "STATE",
+            "CPUS(A/T)",
+            "GPUS(A/T)",
+            "GPU_TYPE",
+            "MEMORY",
+            "SWITCH",
+            "REASON",
+        ],
+        rows,
+    )
+
+
+# --- sshare / sprio / sreport ------------------------------------------------------
+
+
+def share(rows: list[dict[str, Any]]) -> None:
+    def f(v: float | None, digits: int = 6) -> str:
+        return "" if v is None else f"{v:.{digits}f}"
+
+    out = [
+        [
+            " " * r["depth"] + r["account"],
+            r["user"],
+            "parent" if r["raw_shares"] == -1 else r["raw_shares"],
+            f(r["norm_shares"]),
+            int(r["raw_usage"]),
+            f(r["eff_usage"]),
+            f(r["fairshare"]),
+        ]
+        for r in rows
+    ]
+    table(
+        ["Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage", "FairShare"],
+        out,
+        right={2, 3, 4, 5, 6},
+    )
+
+
+def prio(rows: list[dict[str, Any]]) -> None:
+    out = [
+        [
+            r["job_id"],
+            r["partition"],
+            r["user"],
+            int(r["total"]),
+            int(r["site"]),
+            int(r["age"]),
+            int(r["assoc"]),
+            int(r["fairshare"]),
+            int(r["job_size"]),
+            int(r["partition_factor"]),
+            int(r["qos"]),
+            int(r["nice"]),
+            ",".join(f"{k}={int(v)}" for k, v in r.get("tres", {}).items()),
+        ]
+        for r in rows
+    ]
+    table(
+        [
+            "JOBID",
+            "PARTITION",
+            "USER",
+            "PRIORITY",
+            "SITE",
+            "AGE",
+            "ASSOC",
+            "FAIRSHARE",
+            "JOBSIZE",
+            "PARTITION",
+            "QOS",
+            "NICE",
+            "TRES",
+        ],
+        out,
+        right=set(range(3, 12)),
+    )
+
+
+def report(data: dict[str, Any]) -> None:
+    s, e = data["start"], data["end"]
+    sys.stdout.write(
+        f"GPU usage {timestamp(s)} - {timestamp(e)} ({(e - s) / 3600:.1f} h)"
+        f", GPU-hours and cost at the configured prices\n"
+    )
+    rows = [
+        [
+            r["account"],
+            r["user"] or "(all)",
+            r["gpu_type"] or "-",
+            r["jobs"],
+            f"{r['gpu_hours']:.2f}",
+            f"{r['cost']:.2f}",
+        ]
+        for r in data["lines"]
+    ]
+    rows.append(
+        ["TOTAL", "", "", "", f"{data['total_gpu_hours']:.2f}", f"{data['total_cost']:.2f}"]
+    )
+    table(["Account", "User", "GPU type", "Jobs", "GPU-hours", "Cost"], rows, right={3, 4, 5})
+
+
+# --- scontrol show job ---------------------------------------------------------------
+
+
+def show_job(j: dict[str, Any], now: float) -> None:
+    t = j["phases"]["times"]
+    run = _elapsed(j, now)
+    lines = [
+        f"JobId={j['id']} JobName={j['name']}"
+        + (
+            f" ArrayJobId={j['array_job_id']} ArrayTaskId={j['array_task_id']}"
+            if j.get("array_job_id") is not None
+            else ""
+        ),
+        f"   UserId={j['user']} Account={j['account']} QOS={j['qos']}",
+        f"   Priority={int(j['priority'] or 0)} Nice={j['nice']}"
+        + (f" PriorityOverride={j['priority_override']}" if j["priority_override"] else ""),
+        f"   JobState={j['state']} Reason={j['reason']} Dependency={j['dependency'] or '(null)'}",
+        f"   Requeue={'yes' if j['restarts'] else 'no'} Restarts={j['restarts']} "
+        f"ExitCode={j['exit'] or '0:0'} Held={j['held'] or 'no'}",
+        f"   RunTime={duration(run)} TimeLimit={duration(j['time_limit'])}",
+        f"   SubmitTime={timestamp(t['submitted'])} EligibleTime={timestamp(t['eligible'])}",
+        f"   StartTime={timestamp(t['started'])} EndTime={timestamp(t['ended'])}",
+        f"   TasksRunningTime={timestamp(t['tasks_running'])} "
+        f"FirstStepTime={timestamp(t['first_step'])} LastStep={j['phases']['last_step']}",
+        f"   Partition={j['run_partition'] or j['partition']} "
+        f"NodeList={j['nodelist'] or '(null)'} NumNodes={_nnodes(j)}",
+        f"   ReqGPUs={j['gpus_req']} AllocGPUs={j['gpus_alloc']} GpuType={j['gpu_type'] or '-'}"
+        f" GPUSeconds={int(j['gpu_seconds'] + _live_gpu_s(j, now))}",
+        f"   WorkDir={j['workdir']} SubmitDir={j['submit_dir']}",
+    ]
+    if j.get("planned_start") and j["state"] == "PENDING":
+        lines.append(
+            f"   PlannedStart={timestamp(j['planned_start'])} "
+            f"PlannedNodes={j['planned_nodes'] or '(null)'}"
+        )
+    if j.get("allocation"):
+        parts = []
+        for na in j["allocation"]["nodes"]:
+            parts.append(
+                f"node#{na['node']}:gpus={','.join(map(str, na['gpus'])) or '-'}"
+                f":cores={len(na['cores'])}:mem={na['mem']}M"
+            )
+        lines.append("   Allocation=" + " ".join(parts))
+    waits = [f"{k}={v:.1f}s" for k, v in j["phases"]["waits"].items() if v is not None]
+    if waits:
+        lines.append("   Phases: " + " ".join(waits))
+    for w in j.get("warnings", []):
+        lines.append(f"   Warning: {w}")
+    lines.append("   History:")
+    for h in j["history"]:
+        lines.append(
+            f"     {timestamp(h['time'])} {h['from'] or '-':>10} -> {h['to']:<10} "
+            f"{h['reason']} ({h['actor']})"
+        )
+    sys.stdout.write("\n".join(lines) + "\n\n")
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,48 @@
+"""/v1/share, /v1/priority, /v1/usage/report: sshare, sprio, sreport."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from tide.server.auth import Principal
+from tide.server.deps import ctl_of, who
+from tide.server.services import reports as svc
+
+router = APIRouter(prefix="/v1", tags=["reports"])
+Who = Annotated[Principal, Depends(who)]
+
+
+@router.get("/share", summary="Fair-share tree (sshare -l)")
+def share(request: Request, p: Who) -> dict[str, Any]:
+    return {"rows": svc.share(ctl_of(request))}
+
+
+@router.get("/priority", summary="Priority factors of pending jobs (sprio)")
+def priority(
+    request: Request,
+    p: Who,
+    job: Annotated[list[str] | None, Query()] = None,
+    user: Annotated[list[str] | None, Query()] = None,
+) -> dict[str, Any]:
+    return {"jobs": svc.priorities(ctl_of(request), p, job or [], user or [])}
+
+
+@router.get("/usage/report", summary="GPU-hours and cost by account/user over a period")
+def usage_report(
+    request: Request,
+    p: Who,
+    start: Annotated[float | None, Query(description="epoch; default now - 1 day")] = None,
+    end: Annotated[float | None, Query(description="epoch; default now")] = None,
+    by: Annotated[str, Query(description="user or account")] = "user",
+) -> dict[str, Any]:
+    now = time.time()
+    return svc.usage_report(
+        ctl_of(request),
+        p,
+        start if start is not None else now - 86400,
+        end if end is not None else now,
+        by,
+    )

@@ -1,0 +1,96 @@
+"""Fair-share (sshare), priority breakdown (sprio) and usage reports (sreport)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from tide.sched.fairshare import fair_tree_factors, sshare_rows
+from tide.sched.priority import compute_priorities
+from tide.server.auth import Principal
+from tide.server.errors import bad_request
+from tide.server.snapshot import RequestCache, load
+from tide.store import accounting
+
+
+def share(ctl: Any) -> list[dict[str, Any]]:
+    with ctl.lock:
+        tree, usage = ctl.tree, dict(ctl.usage)
+    return [asdict(r) for r in sshare_rows(tree, usage)]
+
+
+def priorities(
+    ctl: Any, who: Principal, job_ids: list[str], users: list[str]
+) -> list[dict[str, Any]]:
+    cache = ctl.loop._cache if ctl.loop is not None else RequestCache()
+    snap = load(ctl, cache, time.time(), False).snapshot
+    jobs = snap.pending
+    if not who.operator:
+        users = [who.user]
+    if users:
+        jobs = [j for j in jobs if j.user in users]
+    if job_ids:
+        wanted = set(job_ids)
+        jobs = [
+            j
+            for j in jobs
+            if j.display_id in wanted or str(j.id) in wanted or str(j.array_job_id) in wanted
+        ]
+    fs = fair_tree_factors(snap.accounts, snap.usage)
+    result = compute_priorities(jobs, snap.cluster, snap.config, snap.accounts, fs, snap.now)
+    out = []
+    for i, j in enumerate(jobs):
+        b = result.breakdown(i)
+        d = asdict(b)
+        d["partition_factor"] = d.pop("partition")
+        d.update(
+            {
+                "job_id": j.display_id,
+                "user": j.user,
+                "account": j.account,
+                "partition": j.request.partitions[0] if j.request.partitions else "",
+            }
+        )
+        out.append(d)
+    out.sort(key=lambda d: -d["total"])
+    return out
+
+
+def usage_report(ctl: Any, who: Principal, start: float, end: float, by: str) -> dict[str, Any]:
+    if end <= start:
+        raise bad_request("the period ends before it starts", "end", "give end > start")
+    if by not in ("user", "account"):
+        raise bad_request(f"by={by!r}", "by", "use 'user' or 'account'")
+    now = time.time()
+    with ctl.sessions() as s:
+        lines = accounting.report(s, start, end, now)
+        prices = accounting.prices(s)
+    if not who.operator:
+        lines = [x for x in lines if x.user == who.user]
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for x in lines:
+        key = (x.account, x.user if by == "user" else "", x.gpu_type)
+        r = rows.setdefault(
+            key,
+            {"account": key[0], "user": key[1], "gpu_type": key[2], "jobs": 0, "gpu_seconds": 0.0},
+        )
+        r["jobs"] += x.jobs
+        r["gpu_seconds"] += x.gpu_seconds
+    out = []
+    for r in rows.values():
+        price = prices.get(r["gpu_type"], prices.get("", 0.0))
+        r["gpu_hours"] = r["gpu_seconds"] / 3600.0
+        r["price_per_gpu_hour"] = price
+        r["cost"] = r["gpu_hours"] * price
+        out.append(r)
+    out.sort(key=lambda r: (r["account"], r["user"], r["gpu_type"]))
+    return {
+        "start": start,
+        "end": end,
+        "by": by,
+        "prices": prices,
+        "lines": out,
+        "total_gpu_hours": sum(r["gpu_hours"] for r in out),
+        "total_cost": sum(r["cost"] for r in out),
+    }
