@@ -25,13 +25,13 @@ class _Drawn:
     """One stream's jobs as parallel arrays (local order = arrival order)."""
 
     stream: Stream
-    submit: np.ndarray
-    gpus: np.ndarray
-    duration: np.ndarray
-    limit: np.ndarray
-    account: np.ndarray  # index into stream.accounts
-    user: np.ndarray  # user number within the account, from 1
-    switches: np.ndarray  # bool
+    submit: list[float]
+    gpus: list[int]
+    duration: list[float]
+    limit: list[int]
+    account: list[int]  # index into stream.accounts
+    user: list[int]  # user number within the account, from 1
+    switches: list[bool]
 
 
 def _weights(pairs: tuple[tuple[object, float], ...]) -> np.ndarray:
@@ -57,7 +57,10 @@ def _draw(s: Stream, horizon: float, rng: np.random.Generator) -> _Drawn:
     k = np.arange(1, s.users_per_account + 1)
     user = rng.choice(k, n, p=(1 / k) / (1 / k).sum())
     switches = rng.random(n) < s.switches
-    return _Drawn(s, submit, gpus, duration, limit.astype(np.int64), account, user, switches)
+    # Python lists: building 300,000 jobs from numpy scalars is several times slower
+    return _Drawn(s, submit.tolist(), gpus.tolist(), duration.tolist(),
+                  limit.astype(np.int64).tolist(), account.tolist(), user.tolist(),
+                  switches.tolist())  # fmt: skip
 
 
 def _shape(gpus: int, gpn: int) -> dict[str, int]:
@@ -69,19 +72,18 @@ def _shape(gpus: int, gpn: int) -> dict[str, int]:
 
 def _stream_job(d: _Drawn, i: int, jid: int, gpn: int) -> SimJob:
     s = d.stream
-    account = s.accounts[int(d.account[i])][0]
-    gpus = int(d.gpus[i])
-    multi = gpus > gpn
+    account = s.accounts[d.account[i]][0]
+    gpus = d.gpus[i]
+    sw = gpus > gpn and d.switches[i]
     req = JobRequest(
-        name=s.name, time_limit=int(d.limit[i]), account=account, qos=s.qos,
+        name=s.name, time_limit=d.limit[i], account=account, qos=s.qos,
         partitions=(s.partition,) if s.partition else (),
-        switches=1 if multi and d.switches[i] else None,
-        switches_wait=s.switches_wait if multi and d.switches[i] else None,
+        switches=1 if sw else None, switches_wait=s.switches_wait if sw else None,
         **_shape(gpus, gpn),
     )  # fmt: skip
     return SimJob(
-        id=jid, submit=float(d.submit[i]), duration=float(d.duration[i]), request=req,
-        user=f"{account}-u{int(d.user[i])}", account=account, name=s.name,
+        id=jid, submit=d.submit[i], duration=d.duration[i], request=req,
+        user=f"{account}-u{d.user[i]}", account=account, name=s.name,
         checkpoint_interval=s.checkpoint_interval, checkpoint_cost=s.checkpoint_cost,
     )  # fmt: skip
 
@@ -96,7 +98,7 @@ def generate_iter(model: GeneratorModel, seed: int) -> Iterator[SimJob]:
     rng = np.random.default_rng(seed)
     drawn = [_draw(s, model.horizon, rng) for s in model.streams]
     fixed_at = np.array([f.submit for f in model.fixed], dtype=float)
-    submits = np.concatenate([*(d.submit for d in drawn), fixed_at])
+    submits = np.concatenate([*(np.asarray(d.submit, dtype=float) for d in drawn), fixed_at])
     source = np.concatenate(
         [*(np.full(len(d.submit), k) for k, d in enumerate(drawn)),
          np.full(len(fixed_at), -1)]
@@ -106,8 +108,9 @@ def generate_iter(model: GeneratorModel, seed: int) -> Iterator[SimJob]:
     ).astype(np.int64)
     order = np.argsort(submits, kind="stable")
     gpn = model.gpus_per_node
+    src, loc = source.tolist(), local.tolist()
     for jid, pos in enumerate(order.tolist(), 1):
-        k, i = int(source[pos]), int(local[pos])
+        k, i = src[pos], loc[pos]
         if k >= 0:
             yield _stream_job(drawn[k], i, jid, gpn)
         else:

@@ -89,25 +89,27 @@ def structured_request(obj: dict[str, Any], name: str, where: str) -> JobRequest
     return JobRequest(**kw)
 
 
-def _sbatch_request(text: str, name: str, where: str, original: dict[str, Any]) -> JobRequest:
+def _sbatch_request(
+    text: str, name: str, default_name: str, where: str, original: dict[str, Any]
+) -> JobRequest:
     """Parse `sbatch` with tide.jobspec.sbatch when it is installed; until then
     keep the string in original["sbatch"] for the engine to parse later."""
     original["sbatch"] = text
     try:
         from tide.jobspec.sbatch import parse_args  # type: ignore[import-not-found]
     except ImportError:
-        return JobRequest(name=name)
+        return JobRequest(name=name or default_name)
     try:
         out = parse_args(shlex.split(text))
-    except Exception as e:  # the parser's own message names the option
+    except ValueError as e:  # JobSpecError: its message names the option and the fix
         raise _fail(where, "sbatch", str(e)) from None
     req = getattr(out, "request", out)
     if isinstance(req, tuple):
         req = req[0]
     if not isinstance(req, JobRequest):
         raise _fail(where, "sbatch", f"the parser returned {type(out).__name__}, not a request")
-    if req.name in ("", "sbatch") and name:
-        req = replace(req, name=name)
+    if name or req.name in ("", "sbatch"):  # the line's "name" wins over -J
+        req = replace(req, name=name or default_name)
     return req
 
 
@@ -122,7 +124,7 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         if key not in obj:
             raise _fail(where, key, "missing; every job needs submit and duration (seconds)")
     jid = _get(obj, "id", fp.integer, where) if "id" in obj else seq
-    name = _get(obj, "name", fp.text, where) if "name" in obj else f"job{jid}"
+    given = _get(obj, "name", fp.text, where) if "name" in obj else ""
     original: dict[str, Any] = {}
     if "meta" in obj:
         original["meta"] = obj["meta"]
@@ -130,9 +132,10 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         both = sorted(STRUCTURED & set(obj))
         if both:
             raise _fail(where, both[0], "give the shape either in 'sbatch' or as fields, not both")
-        request = _sbatch_request(_get(obj, "sbatch", fp.text, where), name, where, original)
+        text = _get(obj, "sbatch", fp.text, where)
+        request = _sbatch_request(text, given, f"job{jid}", where, original)
     else:
-        request = structured_request(obj, name, where)
+        request = structured_request(obj, given or f"job{jid}", where)
     interval = obj.get("checkpoint_interval")
     return SimJob(
         id=jid,
@@ -141,7 +144,7 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         request=request,
         user=_get(obj, "user", fp.text, where) if "user" in obj else "user",
         account=request.account,
-        name=name,
+        name=request.name,
         checkpoint_interval=None if interval is None else _get(
             obj, "checkpoint_interval", fp.seconds, where),
         checkpoint_cost=_get(obj, "checkpoint_cost", fp.seconds, where)

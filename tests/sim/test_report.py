@@ -1,0 +1,76 @@
+"""The HTML report: one self-contained page with every section and policy."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tide.sim.metrics import JobResult, Sample
+from tide.sim.report import (
+    SECTIONS,
+    RunData,
+    render_report,
+    step_bins,
+    timeline_from_results,
+    write_report,
+)
+from tide.sim.workload.clusters import tree_cluster
+
+
+def _run(shift: float) -> RunData:
+    cluster = tree_cluster("t", nodes=4, nodes_per_leaf=2)
+    res = [
+        JobResult(1, "a", "u1", "research", gpus=16, nodes=2, submit=0, start=shift,
+                  end=shift + 3600, state="COMPLETED", leaf_switches=1, min_leaf_switches=1,
+                  nodelist="gpu[01-02]", gpu_index="gpu01:0-7;gpu02:0-7"),
+        JobResult(2, "b", "u2", "prod", gpus=1, nodes=1, submit=60, start=60 + shift,
+                  end=600 + shift, state="COMPLETED", gpu_index="gpu03:0"),
+        JobResult(3, "c", "u2", "prod", gpus=64, nodes=8, submit=100),  # never starts
+    ]  # fmt: skip
+    return RunData(res, cluster.total_gpus, target_shares={"research": 0.6, "prod": 0.4},
+                   cluster=cluster)  # fmt: skip
+
+
+def test_sections_policies_and_no_network(tmp_path: Path) -> None:
+    p = tmp_path / "report.html"
+    write_report(p, {"slurm": _run(0), "k8s-default": _run(300)}, title="mini <twin>")
+    html = p.read_text()
+    for key, title in SECTIONS:
+        assert f'<section id="{key}"><h2>{title}</h2>' in html
+    assert "slurm" in html and "k8s-default" in html and "mini &lt;twin&gt;" in html
+    assert html.count("<svg") >= 2 + 3 + 2 + 2  # util+queue, 3 CDFs, 2 accounts, 2 strips
+    assert "<script" not in html and not re.search(r'(src|href)="https?:', html)
+    assert "share research (achieved / target)" in html and "60.0 %" in html
+    assert html.startswith("<!DOCTYPE html>") and html.endswith("</html>\n")
+
+
+def test_deterministic() -> None:
+    runs = {"a": _run(0), "b": _run(10)}
+    assert render_report(runs) == render_report(runs)
+
+
+def test_engine_timeline_and_no_cluster() -> None:
+    run = _run(0)
+    run.cluster = None
+    run.timeline = [Sample(0, 16, 0, 1, {"research": 16}), Sample(3600, 0, 0, 1, {})]
+    html = render_report({"only": run})
+    assert "gpu01…" in html or "gpu01" in html
+    with pytest.raises(ValueError, match="at least one run"):
+        render_report({})
+
+
+def test_step_bins() -> None:
+    ts = np.array([0.0, 10.0, 30.0])
+    vals = np.array([1.0, 3.0, 0.0])
+    out = step_bins(ts, vals, np.array([-10.0, 0.0, 20.0, 40.0]))
+    assert out.tolist() == pytest.approx([0.0, (10 + 30) / 20, 30 / 20])
+
+
+def test_timeline_from_results() -> None:
+    s = timeline_from_results(_run(0).results)
+    assert [(x.t, x.allocated_gpus, x.queue_len) for x in s] == [
+        (0, 16, 0), (60, 17, 0), (100, 17, 1), (600, 16, 1), (3600, 0, 1)]  # fmt: skip
+    assert s[1].by_account == {"research": 16, "prod": 1}
