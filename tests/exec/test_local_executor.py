@@ -1,0 +1,317 @@
+"""The local executor with real processes: environment, outputs, srun across
+virtual nodes, signals, time limits, cancel, gang teardown, controller restart."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from exec_support import PY, Runner, make_executor, node, wait_for_files
+
+from tide.exec import jobdir, procs
+
+
+def _env_dump(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def _gone(pid: int) -> bool:
+    return not procs.is_alive(pid)
+
+
+def test_batch_script_sees_slurm_environment(runner: Runner) -> None:
+    nodes = [node("node01", (0, 1), (0,), 2), node("node02", (2, 3), (1,), 2)]
+    script = "#!/bin/bash\nenv\necho SRUN=$(command -v srun)\n"
+    env = {"PATH": "/usr/bin:/bin", "FOO": "bar", "SLURM_PROCID": "9"}
+    runner.launch(101, script, nodes=nodes, env=env, restart_count=2, cpus_per_task=1)
+    report = runner.wait(101)
+    assert (report.exit_code, report.signal, report.reason) == (0, 0, "")
+    job_dir = runner.ex.job_dir(101)
+    env_seen = _env_dump(runner.read("slurm-101.out"))
+    expected = {
+        "SLURM_JOB_ID": "101",
+        "SLURM_JOBID": "101",
+        "SLURM_JOB_NAME": "job101",
+        "SLURM_JOB_NODELIST": "node[01-02]",
+        "SLURM_NODELIST": "node[01-02]",
+        "SLURM_NNODES": "2",
+        "SLURM_JOB_NUM_NODES": "2",
+        "SLURM_NTASKS": "4",
+        "SLURM_NPROCS": "4",
+        "SLURM_NTASKS_PER_NODE": "2",
+        "SLURM_CPUS_PER_TASK": "1",
+        "SLURM_CPUS_ON_NODE": "1",
+        "SLURM_GPUS_ON_NODE": "2",
+        "SLURM_JOB_GPUS": "0,1",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "SLURM_JOB_ACCOUNT": "physics",
+        "SLURM_JOB_PARTITION": "gpu",
+        "SLURM_SUBMIT_DIR": str(runner.workdir),
+        "SLURM_JOB_USER": "alice",
+        "SLURM_JOB_UID": str(os.getuid()),
+        "SLURM_RESTART_COUNT": "2",
+        "TIDE_RESTART_COUNT": "2",
+        "SLURMD_NODENAME": "node01",
+        "SLURM_TOPOLOGY_ADDR": "node01",
+        "SLURM_CLUSTER_NAME": "testcluster",
+        "SLURM_PROCID": "0",
+        "TIDE_JOB_DIR": str(job_dir),
+        "FOO": "bar",
+        "SRUN": str(job_dir / "bin" / "srun"),
+        "PATH": f"{job_dir / 'bin'}:/usr/bin:/bin",
+    }
+    assert {k: env_seen.get(k) for k in expected} == expected
+    assert Path(env_seen["TIDE_CHECKPOINT_DIR"]).is_dir()
+    assert "SLURM_ARRAY_TASK_ID" not in env_seen
+    rec = runner.ex.exit_record(101)
+    assert rec is not None and rec.started is not None and rec.ended is not None
+    assert rec.started <= rec.ended and rec.exit_code_str == "0:0"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_batch_script_is_pinned_to_its_cores(runner: Runner) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    runner.launch(102, "#!/bin/sh\ngrep Cpus_allowed_list /proc/self/status\n",
+                  nodes=[node("node01", cores=(1,))])  # fmt: skip
+    runner.wait(102)
+    want = cpus[1 % len(cpus)]
+    assert runner.read("slurm-102.out").split()[-1] == str(want)
+
+
+def test_output_patterns(runner: Runner) -> None:
+    (runner.workdir / "logs").mkdir()
+    echo = "#!/bin/sh\necho out-line\necho err-line >&2\necho CVD=[$CUDA_VISIBLE_DEVICES]\n"
+    array = echo + "echo ARRAY=$SLURM_ARRAY_JOB_ID/$SLURM_ARRAY_TASK_ID\n"
+    runner.launch(201, array, name="arr", array_job_id=200, array_task_id=3)
+    runner.launch(202, echo, name="pat", output="logs/%x-%j-%u-%N-%%.out",
+                  error=str(runner.workdir / "logs" / "%x-%4j.err"))  # fmt: skip
+    runner.launch(203, echo, output="missing/x.out")
+    for job in (201, 202, 203):
+        runner.wait(job)
+    merged = runner.read("slurm-200_3.out")
+    assert "out-line" in merged and "err-line" in merged
+    assert "CVD=[]" in merged and "ARRAY=200/3" in merged
+    assert runner.read("logs/pat-202-alice-node01-%.out").split()[0] == "out-line"
+    assert runner.read("logs/pat-0202.err").strip() == "err-line"
+    assert runner.seen[203].exit_code == 1
+    rec = runner.ex.exit_record(203)
+    assert rec is not None and "missing/x.out" in rec.message
+
+
+RENDEZVOUS = """
+import os, socket, sys, time
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+dev = os.environ["CUDA_VISIBLE_DEVICES"]
+if rank == 0:
+    srv = socket.create_server((addr, port))
+    got = [f"0:{dev}"]
+    for _ in range(world - 1):
+        conn, _ = srv.accept()
+        got.append(conn.makefile().readline().strip())
+    print("world", " ".join(sorted(got)))
+else:
+    for _ in range(200):
+        try:
+            with socket.create_connection((addr, port)) as c:
+                c.sendall(f"{rank}:{dev}\\n".encode())
+            break
+        except OSError:
+            time.sleep(0.05)
+    print("sent", rank)
+"""
+
+TASK_VARS = (
+    "SLURMD_NODENAME SLURM_PROCID SLURM_LOCALID SLURM_NODEID SLURM_STEP_ID SLURM_STEP_NUM_TASKS "
+    "SLURM_STEP_NODELIST RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK NODE_RANK "
+    "MASTER_ADDR MASTER_PORT CUDA_VISIBLE_DEVICES"
+)
+
+
+def test_srun_runs_tasks_on_both_virtual_nodes(runner: Runner) -> None:
+    (runner.workdir / "rdv.py").write_text(RENDEZVOUS)
+    show = " ".join(f"${v}" for v in TASK_VARS.split())
+    script = f"""#!/bin/bash
+srun -l bash -c 'echo {show}'
+srun --gpus-per-task=1 -o 'task-%t.out' {PY} rdv.py
+srun -N1 -n1 bash -c 'echo one $SLURM_STEP_ID $SLURM_STEP_NUM_NODES'
+"""
+    nodes = [node("node01", (0, 1), (0,), 2), node("node02", (2, 3), (1,), 2)]
+    runner.launch(301, script, nodes=nodes)
+    report = runner.wait(301)
+    out = runner.read("slurm-301.out")
+    assert report.exit_code == 0, out
+    port = (jobdir.read_json(runner.ex.job_dir(301) / jobdir.RUNTIME) or {})["master_port"]
+    labelled = sorted(line for line in out.splitlines() if line[:3] in {"0: ", "1: ", "2: ", "3: "})
+    want = []
+    for rank in range(4):
+        nid, local = divmod(rank, 2)
+        name, gpus = ("node01", "0,1") if nid == 0 else ("node02", "2,3")
+        want.append(
+            f"{rank}: {name} {rank} {local} {nid} 0 4 node[01-02] "
+            f"{rank} {local} 4 2 {nid} {nid} 127.0.0.1 {port} {gpus}"
+        )
+    assert labelled == want
+    assert runner.read("task-0.out").strip() == "world 0:0 1:1 2:2 3:3"
+    assert runner.read("task-3.out").strip() == "sent 3"
+    assert "one 2 1" in out
+    rec = runner.ex.exit_record(301)
+    assert rec is not None and rec.tasks_running is not None
+    assert rec.started is not None and rec.ended is not None
+    assert rec.started <= rec.tasks_running <= rec.ended
+
+
+def test_failed_task_tears_down_its_hung_sibling(runner: Runner) -> None:
+    # Rank 0 ignores SIGTERM (as a rank stuck in a collective might): SIGKILL must follow.
+    script = """#!/bin/bash
+srun -N2 -n2 sh -c 'if [ "$SLURM_PROCID" = 1 ]; then sleep 0.3; exit 3; fi
+trap "" TERM; exec sleep 60'
+rc=$?
+echo "srun=$rc"
+exit $rc
+"""
+    t0 = time.monotonic()
+    runner.launch(601, script, nodes=[node("node01"), node("node02")])
+    report = runner.wait(601)
+    assert time.monotonic() - t0 < 5
+    out = runner.read("slurm-601.out")
+    assert "srun=3" in out
+    assert "node02: task 1: exited with exit code 3" in out
+    assert (report.exit_code, report.node) == (3, "node02")
+
+
+def test_exit_status_by_signal_and_leftovers_are_ended(runner: Runner) -> None:
+    runner.launch(701, "#!/bin/bash\nkill -9 $$\n")
+    leftover = "#!/bin/bash\nsleep 300 &\necho $! > bg.pid\nexit 0\n"
+    runner.launch(702, leftover)
+    r701, r702 = runner.wait(701), runner.wait(702)
+    assert (r701.exit_code, r701.signal) == (0, signal.SIGKILL)
+    rec = runner.ex.exit_record(701)
+    assert rec is not None and rec.exit_code_str == "0:9"
+    assert (r702.exit_code, r702.signal, r702.reason) == (0, 0, "")
+    assert _gone(int(runner.read("bg.pid")))
+
+
+@pytest.mark.slow
+def test_signal_before_time_limit_then_timeout(runner: Runner) -> None:
+    # B:USR1 goes to the batch shell only.
+    shell_trap = f"""#!/bin/bash
+trap '{PY} -c "import time; print(time.time())" > usr1-batch.txt' USR1
+while true; do sleep 0.1; done
+"""
+    # Plain USR1 goes to the steps, not the batch shell (which would die of it).
+    handler = runner.workdir / "handler.py"
+    handler.write_text(
+        "import signal, time\n"
+        "def got(*_):\n"
+        "    open('usr1-task.txt', 'a').write(f'{time.time()}\\n')\n"
+        "signal.signal(signal.SIGUSR1, got)\n"
+        "while True:\n    time.sleep(0.05)\n"
+    )
+    t0 = time.time()
+    runner.launch(401, shell_trap, time_limit=3, signal="B:USR1", signal_lead=2)
+    runner.launch(402, f"#!/bin/bash\nsrun {PY} handler.py\n", time_limit=3, signal="USR1",
+                  signal_lead=2)  # fmt: skip
+    r401, r402 = runner.wait(401), runner.wait(402)
+    for r in (r401, r402):
+        assert (r.reason, r.exit_code, r.signal) == ("timeout", 0, signal.SIGTERM)
+    rec = runner.ex.exit_record(401)
+    assert rec is not None and rec.started is not None and rec.ended is not None
+    warned = float(runner.read("usr1-batch.txt"))
+    assert 0.5 < warned - rec.started < 1.8  # at limit - lead = 1 s
+    assert 2.9 < rec.ended - rec.started < 4.5
+    task_lines = runner.read("usr1-task.txt").splitlines()
+    assert len(task_lines) == 1 and float(task_lines[0]) - t0 < 2.5
+
+
+@pytest.mark.slow
+def test_cancel_leaves_no_process(runner: Runner) -> None:
+    has_setsid = shutil.which("setsid") is not None
+    escape = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' &\n" if has_setsid else ""
+    script = f"""#!/bin/bash
+sh -c 'echo $$ > bg.pid; exec sleep 300' &
+{escape}srun -N2 -n2 sh -c 'trap "" TERM; echo $$ > task$SLURM_PROCID.pid
+sleep 300 & echo $! > child$SLURM_PROCID.pid; wait'
+"""
+    runner.launch(501, script, nodes=[node("node01"), node("node02")])
+    w = runner.workdir
+    pidfiles = [w / "bg.pid", w / "task0.pid", w / "task1.pid", w / "child0.pid", w / "child1.pid"]
+    if has_setsid:
+        pidfiles.append(w / "escaped.pid")
+    wait_for_files(pidfiles)
+    job_dir = runner.ex.job_dir(501)
+    pids = [int(p.read_text()) for p in pidfiles]
+    sup = runner.ex.supervisor_pid(501)
+    runtime = jobdir.read_json(job_dir / jobdir.RUNTIME) or {}
+    assert sup is not None and all(procs.is_alive(p) for p in pids)
+    t0 = time.monotonic()
+    runner.ex.cancel(501, grace=1.0)
+    report = runner.wait(501)
+    assert time.monotonic() - t0 < 5
+    assert report.reason == "cancelled"
+    for pid in [*pids, sup, int(runtime["batch_pid"])]:
+        assert _gone(pid), f"pid {pid} survived the cancel"
+    assert procs.pids_with_env(jobdir.ENV_JOB_DIR, str(job_dir)) == []
+    assert 501 not in runner.ex.running()
+
+
+@pytest.mark.slow
+def test_signal_reaches_every_process_once(runner: Runner) -> None:
+    script = """#!/bin/bash
+trap 'echo x >> batch.txt' USR2
+srun -N2 -n2 bash -c 'trap "echo x >> t$SLURM_PROCID.txt" USR2; echo up > r$SLURM_PROCID
+while true; do sleep 0.1; done' &
+while true; do sleep 0.1; done
+"""
+    runner.launch(901, script, nodes=[node("node01"), node("node02")])
+    w = runner.workdir
+    wait_for_files([w / "r0", w / "r1"])
+    runner.ex.signal(901, signal.SIGUSR2)
+    wait_for_files([w / "batch.txt", w / "t0.txt", w / "t1.txt"], timeout=5)
+    time.sleep(0.5)  # a second delivery (srun forwarding too) would show up by now
+    assert [runner.read(f).count("x") for f in ("batch.txt", "t0.txt", "t1.txt")] == [1, 1, 1]
+    runner.ex.cancel(901, grace=0.5)
+    assert runner.wait(901).reason == "cancelled"
+
+
+@pytest.mark.slow
+def test_controller_restart_readopts_and_collects(runner: Runner, tmp_path: Path) -> None:
+    runner.launch(801, "#!/bin/sh\nsleep 0.2\nexit 4\n")  # ends while no controller runs
+    runner.launch(802, "#!/bin/sh\nsleep 1.5\nexit 5\n")  # still running at the restart
+    first = runner.ex
+    del runner.ex  # the controller goes away; supervisors do not
+    time.sleep(0.6)
+    second = make_executor(tmp_path / "state")
+    assert second.running() == {802}
+    runner.ex = second
+    assert runner.wait(801).exit_code == 4
+    assert runner.wait(802).exit_code == 5
+    assert second.poll() == []  # each exit once per executor...
+    third = make_executor(tmp_path / "state")
+    assert sorted(r.job_id for r in third.poll()) == [801, 802]  # ...and again until forget()
+    third.forget(801)
+    third.forget(802)
+    assert make_executor(tmp_path / "state").poll() == []
+    del first
+
+
+@pytest.mark.slow
+def test_dead_supervisor_is_a_node_failure(runner: Runner) -> None:
+    script = "#!/bin/bash\nsrun -N2 -n2 sh -c 'echo $$ > t$SLURM_PROCID.pid; exec sleep 300'\n"
+    runner.launch(811, script, nodes=[node("node01"), node("node02")])
+    w = runner.workdir
+    wait_for_files([w / "t0.pid", w / "t1.pid"])
+    sup = runner.ex.supervisor_pid(811)
+    assert sup is not None
+    os.kill(sup, signal.SIGKILL)
+    report = runner.wait(811)
+    assert report.reason == "node_fail"
+    deadline = time.monotonic() + 3
+    tasks = [int(runner.read(f)) for f in ("t0.pid", "t1.pid")]
+    while not all(_gone(p) for p in tasks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(p) for p in tasks)
