@@ -105,7 +105,10 @@ def test_timeline_metrics() -> None:
 def test_fairness_defaults_to_equal_targets_and_skips_untargeted() -> None:
     f = compute_metrics(_mini(), 8, TIMELINE)["fairness"]
     assert {a: v["target"] for a, v in f["accounts"].items()} == {
-        "x": pytest.approx(1 / 3), "y": pytest.approx(1 / 3), "z": pytest.approx(1 / 3)}
+        "x": pytest.approx(1 / 3),
+        "y": pytest.approx(1 / 3),
+        "z": pytest.approx(1 / 3),
+    }
     g = compute_metrics(_mini(), 8, TIMELINE, {"x": 1, "y": 1})["fairness"]
     assert g["accounts"]["z"]["target"] is None and g["accounts"]["x"]["target"] == 0.5
     assert g["jain"] == pytest.approx(jain([2 * 200 / 1405, 2 * 1205 / 1405]))

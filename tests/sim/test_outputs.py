@@ -21,8 +21,10 @@ from tide.sim.outputs import (
     write_metrics_json,
 )
 
-AGREED = ("job_id,name,user,account,partition,qos,gpus,nodes,submit,eligible,start,end,wait,"
-          "run,state,restarts,lost_gpu_seconds,leaf_switches,nodelist,gpu_index,cpu_ids")  # fmt: skip
+AGREED = (
+    "job_id,name,user,account,partition,qos,gpus,nodes,submit,eligible,start,end,wait,"
+    "run,state,restarts,lost_gpu_seconds,leaf_switches,nodelist,gpu_index,cpu_ids"
+)
 
 
 def _results() -> list[JobResult]:

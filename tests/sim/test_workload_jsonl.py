@@ -158,8 +158,8 @@ def test_write_refuses_what_it_cannot_say(tmp_path: Path) -> None:
 
 def test_sbatch_with_the_real_parser(tmp_path: Path) -> None:
     pytest.importorskip("tide.jobspec.sbatch", reason="tide.jobspec.sbatch not written yet")
-    p = _write(tmp_path, {"submit": 0, "duration": 5,
-                          "sbatch": "-N 2 --gpus-per-node=8 -t 1:00:00 -A prod -J train"})  # fmt: skip
+    opts = "-N 2 --gpus-per-node=8 -t 1:00:00 -A prod -J train"
+    p = _write(tmp_path, {"submit": 0, "duration": 5, "sbatch": opts})
     (job,) = read_jsonl(p).jobs()
     r = job.request
     assert (r.nodes_min, r.gpus_per_node, r.time_limit, r.account) == (2, 8, 3600, "prod")

@@ -10,7 +10,9 @@ import pytest
 
 from tide.sim.workload import WorkloadError, openb_cluster, read_openb
 
-PODS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+PODS = """\
+name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,\
+creation_time,deletion_time,scheduled_time
 openb-pod-0000,12000,16384,1,1000,,LS,Running,0,1000,10
 openb-pod-0001,3152,12288,1,460,,BE,Succeeded,5,105,5
 openb-pod-0002,8000,4096,8,1000,V100M16|V100M32,Burstable,Failed,7,907,107
