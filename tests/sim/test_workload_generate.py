@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,9 +19,12 @@ from tide.sim.workload import (
     WorkloadError,
     generate,
     generate_iter,
+    parse_shares,
     preset,
+    write_preset,
 )
 from tide.sim.workload.generate import expected_jobs
+from tide.sim.workload.scenarios import BUNDLED, read_scenario, scenario_path
 
 
 def test_same_seed_same_jobs() -> None:
@@ -132,3 +136,24 @@ def test_invariants(seed: int) -> None:
         assert r.total_gpus(r.nodes_min) in (1, 16) and r.nodes_min == r.nodes_max
         assert r.time_limit is not None and r.time_limit >= j.duration
         assert round(j.submit, 3) == j.submit
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+def test_bundled_scenarios_are_current(name: str, tmp_path: Path) -> None:
+    """If this fails after a generator change, regenerate the file with
+    write_preset(preset, seed, scenario_path(name)) and review the diff."""
+    p, seed = BUNDLED[name]
+    out = tmp_path / f"{name}.jsonl"
+    n = write_preset(p, seed, out)
+    assert out.read_bytes() == scenario_path(name).read_bytes()
+    w = read_scenario(name)
+    assert len(w.jobs()) == n
+    assert w.info.meta["preset"] == p and w.info.meta["seed"] == str(seed)
+    assert parse_shares(w.info.meta["shares"]) == pytest.approx(dict(preset(p).shares))
+
+
+def test_scenario_errors() -> None:
+    with pytest.raises(WorkloadError, match="no bundled scenario 'x'; choose one of demo"):
+        scenario_path("x")
+    with pytest.raises(WorkloadError, match="account=weight"):
+        parse_shares("a:1")

@@ -61,6 +61,7 @@ class WorkloadInfo:
     dropped: Counter[str] = field(default_factory=Counter)  # reason -> records
     adjusted: Counter[str] = field(default_factory=Counter)  # rule -> records changed
     notes: list[str] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)  # JSONL "# key: value" header lines
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] += 1

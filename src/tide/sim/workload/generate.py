@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -141,3 +142,40 @@ def expected_jobs(model: GeneratorModel) -> float:
         end = model.horizon if s.end is None else s.end
         total += s.rate * max(0.0, end - s.start)
     return math.floor(total)
+
+
+def preset_header(model: GeneratorModel, seed: int) -> dict[str, str]:
+    """The JSONL header that lets a reader find the cluster and the targets."""
+    cluster = model.cluster if isinstance(model.cluster, str) else model.cluster.name
+    return {
+        "preset": model.name,
+        "seed": str(seed),
+        "cluster": cluster,
+        "cluster_source": "bundled" if isinstance(model.cluster, str) else f"preset {model.name}",
+        "shares": ",".join(f"{a}={w:g}" for a, w in model.shares),
+        "description": model.description,
+    }
+
+
+def write_preset(preset: str | GeneratorModel, seed: int, path: str | Path) -> int:
+    """`tide sim generate --preset X --seed N --out file.jsonl`: stream the
+    preset's jobs to JSONL with a header; returns the number of jobs."""
+    from tide.sim.workload.jsonl import write_jsonl
+    from tide.sim.workload.presets import preset as lookup
+
+    model = lookup(preset) if isinstance(preset, str) else preset
+    return write_jsonl(generate_iter(model, seed), path, preset_header(model, seed))
+
+
+def parse_shares(text: str) -> dict[str, float]:
+    """ "a=0.5,b=0.3" (a header's shares line) -> {"a": 0.5, "b": 0.3}."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise WorkloadError(f"shares {text!r}: use account=weight pairs joined by ','")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise WorkloadError(f"shares {text!r}: {value!r} is not a number") from None
+    return out

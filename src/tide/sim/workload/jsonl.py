@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import IO, Any
@@ -158,7 +158,23 @@ def read_jsonl(path: str | Path) -> Workload:
     p = Path(path)
     if not p.is_file():
         raise WorkloadError(f"JSONL file {str(p)!r} does not exist")
-    return Workload(WorkloadInfo(source=str(p), kind="jsonl"), lambda info: _jobs(p, info))
+    info = WorkloadInfo(source=str(p), kind="jsonl", meta=read_header(p))
+    return Workload(info, lambda inf: _jobs(p, inf))
+
+
+def read_header(path: Path) -> dict[str, str]:
+    """The "# key: value" comment lines before the first job (cluster, preset,
+    seed, shares), as write_jsonl writes them."""
+    meta: dict[str, str] = {}
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            s = line.strip()
+            if s and not s.startswith("#"):
+                break
+            key, sep, value = s.lstrip("#").partition(":")
+            if sep and key.strip() and " " not in key.strip():
+                meta[key.strip()] = value.strip()
+    return meta
 
 
 def _jobs(path: Path, info: WorkloadInfo) -> Iterator[SimJob]:
@@ -246,11 +262,16 @@ def _request_dict(r: JobRequest) -> dict[str, Any]:
     return out
 
 
-def write_jsonl(jobs: Iterable[SimJob], path: str | Path | IO[str]) -> int:
-    """Write jobs one per line (keys in a fixed order); returns the count."""
+def write_jsonl(
+    jobs: Iterable[SimJob], path: str | Path | IO[str], header: Mapping[str, str] | None = None
+) -> int:
+    """Write jobs one per line (keys in a fixed order) after optional
+    "# key: value" header lines; returns the number of jobs."""
     if isinstance(path, str | Path):
         with Path(path).open("w", encoding="utf-8") as f:
-            return write_jsonl(jobs, f)
+            return write_jsonl(jobs, f, header)
+    for key, value in (header or {}).items():
+        path.write(f"# {key}: {' '.join(str(value).split())}\n")
     n = 0
     for job in jobs:
         path.write(json.dumps(job_to_dict(job), separators=(", ", ": ")) + "\n")
