@@ -66,6 +66,7 @@ CASES: list[tuple[list[str], str, str | None, list[str]]] = [
     (["--bogus"], "--bogus", None, ["not an sbatch option"]),
     (["--partitoin=gpu"], "--partitoin", None, ["did you mean --partition"]),
     (["-Z"], "-Z", None, ["not an sbatch option"]),
+    (["--=x"], "--", None, ["not an sbatch option"]),
     (["--mem-per=1G"], "--mem-per", None, ["ambiguous", "--mem-per-cpu", "--mem-per-gpu"]),
     (["--hold=yes"], "--hold", "yes", ["takes no value"]),
     (["--time"], "--time", None, ["needs a value"]),

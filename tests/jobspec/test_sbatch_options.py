@@ -84,6 +84,7 @@ CASES: list[tuple[list[str], dict[str, object]]] = [
     # where and who
     (["--partition=gpu"], {"partitions": ("gpu",)}),
     (["-p", "gpu,debug"], {"partitions": ("gpu", "debug")}),
+    (["-p", "a", "--partition="], {}),  # empty: back to the default partition
     (["--account=proj1"], {"account": "proj1"}),
     (["-A", "proj1"], {"account": "proj1"}),
     (["--qos=high"], {"qos": "high"}),

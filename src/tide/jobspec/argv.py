@@ -44,7 +44,7 @@ def split_argv(argv: list[str] | tuple[str, ...]) -> tuple[list[Occurrence], lis
 
 def _long(argv: list[str] | tuple[str, ...], i: int, found: list[Occurrence]) -> int:
     given, eq, value = argv[i][2:].partition("=")
-    option, candidates = resolve_long(given)
+    option, candidates = resolve_long(given) if given else (None, [])
     if option is None:
         raise _unknown(f"--{given}", candidates)
     if option.arg is Arg.NONE:

@@ -139,7 +139,9 @@ def hostnames(flag: str, text: str) -> tuple[str, ...]:
 
 
 def names(flag: str, text: str) -> tuple[str, ...]:
-    """A comma list of names (--partition)."""
+    """A comma list of names (--partition); empty means none given."""
+    if not text.strip():
+        return ()
     parts = tuple(p.strip() for p in text.split(","))
     if not all(parts):
         raise JobSpecError(flag, text, f"empty name in the list; e.g. {flag}=gpu,debug")
