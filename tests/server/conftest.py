@@ -54,3 +54,41 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
     finally:
         with psycopg.connect(_PG, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real server on tests/server/data/tiny.yaml (2 x 8-GPU nodes + 1 CPU node),
+    with user tokens for alice (physics) and bob (bio) and an operator, oscar."""
+    from serverproc import DATA, ServerProc
+
+    d = tmp_path_factory.mktemp("tide")
+    srv = ServerProc(
+        d / "data",
+        [
+            "--cluster",
+            str(DATA / "tiny.yaml"),
+            "--kill-wait",
+            "2",
+            "--bf-interval",
+            "1",
+            "--price",
+            "a100=2.0",
+        ],
+    ).start()
+    try:
+        with srv.client() as admin:
+            admin.post(
+                "/v1/users",
+                json={"name": "oscar", "admin_level": "Operator", "accounts": ["physics"]},
+            ).raise_for_status()
+            srv.tokens = {}  # type: ignore[attr-defined]
+            for user in ("alice", "bob", "oscar"):
+                r = admin.post("/v1/tokens", json={"user": user, "name": "test"})
+                r.raise_for_status()
+                srv.tokens[user] = r.json()["token"]  # type: ignore[attr-defined]
+        srv.work = d / "work"  # type: ignore[attr-defined]
+        srv.work.mkdir()  # type: ignore[attr-defined]
+        yield srv
+    finally:
+        srv.stop()

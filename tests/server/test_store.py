@@ -174,3 +174,15 @@ def test_request_and_alloc_codec_round_trip() -> None:
     assert codec.dependency_text(req.dependency) == "afterok:12:13_2"
     alloc = Allocation(7, (NodeAlloc(0, (0, 1), (0, 1, 2), 1024), NodeAlloc(3, (5,), (), 0)))
     assert codec.alloc_from_json(codec.alloc_json(alloc)) == alloc
+
+
+def test_migrations_match_the_models(store_url: tuple[str, str | None]) -> None:
+    """`alembic upgrade head` builds exactly what tide.store.models declares."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from tide.store.models import Base
+
+    engine, _ = db.open_store(*store_url)
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []

@@ -39,6 +39,9 @@ def server(
     price: Annotated[
         list[str] | None, typer.Option(help="price per GPU-hour, TYPE=PRICE (repeatable)")
     ] = None,
+    kill_wait: Annotated[
+        float, typer.Option(help="seconds from SIGTERM to SIGKILL at a limit or cancel")
+    ] = 30.0,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
     from tide.server.main import serve
@@ -67,5 +70,6 @@ def server(
         bf_interval=bf_interval,
         enforce_associations=enforce_associations,
         prices=prices,
+        kill_wait=kill_wait,
     )
     serve(settings, log_level)

@@ -25,6 +25,9 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 # outgoing connection elsewhere on the machine does not take the job's port.
 PORT_BASE, PORT_SPAN = 20000, 12000
 _STALE_PREFIXES = ("SLURM_", "SLURMD_", "TIDE_")
+# Set by the controller in LaunchSpec.env for this job (not stale): where the
+# server is and the job-scoped token `tide notify` uses.
+_CONTROLLER_VARS = frozenset({"TIDE_URL", "TIDE_JOB_TOKEN"})
 
 
 def tasks_per_node(counts: Sequence[int]) -> str:
@@ -73,7 +76,11 @@ def _user_base(spec_env: Mapping[str, str], uid: int) -> dict[str, str]:
     A job submitted from inside another job would otherwise inherit that job's
     SLURM_PROCID, SLURM_STEP_ID, ... and confuse libraries that read them.
     """
-    env = {k: v for k, v in spec_env.items() if not k.startswith(_STALE_PREFIXES)}
+    env = {
+        k: v
+        for k, v in spec_env.items()
+        if not k.startswith(_STALE_PREFIXES) or k in _CONTROLLER_VARS
+    }
     with contextlib.suppress(KeyError):
         pw = pwd.getpwuid(uid)
         env.setdefault("HOME", pw.pw_dir)

@@ -86,7 +86,9 @@ class Controller:
         if self.executor is None and s.executor == "local":
             from tide.exec.local import LocalExecutor
 
-            self.executor = LocalExecutor(s.data_dir / "exec")
+            self.executor = LocalExecutor(
+                s.data_dir / "exec", kill_wait=s.kill_wait, cluster_name=self.cluster.name
+            )
         from tide.server.loop import SchedulingLoop
 
         self.loop = SchedulingLoop(self, self._schedule_fn)

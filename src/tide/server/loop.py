@@ -37,6 +37,7 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
+PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
 
 
 @dataclass(slots=True)
@@ -72,6 +73,7 @@ class SchedulingLoop:
         self._last_cycle = 0.0
         self._usage_saved = time.time()
         self._dirty = True
+        self._last_probe = 0.0
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
 
     def start(self) -> None:
@@ -98,6 +100,9 @@ class SchedulingLoop:
                 if lifecycle.collect_exits(self.ctl):
                     self._dirty = True
                 now = time.time()
+                if now - self._last_probe >= PROBE_EVERY:
+                    self._last_probe = now
+                    lifecycle.probe_phases(self.ctl)
                 due_bf = now - self._last_bf >= self.ctl.config.bf_interval
                 if (self._dirty or due_bf) and now - self._last_cycle >= s.min_interval:
                     self._dirty = False

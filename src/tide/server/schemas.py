@@ -26,6 +26,7 @@ class UpdateBody(BaseModel):
     time_limit: int | None = Field(None, description="seconds")
     priority: int | None = Field(None, description="operators: fixed priority (0 holds)")
     nice: int | None = None
+    site_factor: int | None = Field(None, description="operators: multifactor SiteFactor")
     name: str | None = None
     partition: str | None = None
     qos: str | None = None

@@ -36,6 +36,7 @@ _COLS = (
     JobRow.eligible_time,
     JobRow.restarts,
     JobRow.priority_override,
+    JobRow.site_factor,
     JobRow.switch_wait_start,
     JobRow.start_time,
     JobRow.time_limit,
@@ -113,6 +114,7 @@ def load(ctl: Any, cache: RequestCache, now: float, backfill: bool) -> Loaded:
                 eligible=r.eligible_time,
                 switch_wait_start=r.switch_wait_start,
                 priority_override=r.priority_override,
+                site_factor=r.site_factor,
             )
             meta[r.id] = Meta(r.rev, r.state, r.reason, r.priority, r.planned_start)
             if r.state == "PENDING":

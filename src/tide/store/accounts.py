@@ -20,6 +20,7 @@ def load_tree(session: Session, cluster: str = "tide") -> AccountTree:
             name=a.name,
             parent=a.parent,
             fairshare=a.fairshare,
+            priority=a.priority,
             limits=limits_from_json(a.limits),
             description=a.description,
             organization=a.organization,
@@ -34,6 +35,7 @@ def load_tree(session: Session, cluster: str = "tide") -> AccountTree:
                 user=s.user,
                 account=s.account,
                 fairshare=s.fairshare,
+                priority=s.priority,
                 limits=limits_from_json(s.limits),
                 qos=uncsv(s.qos),
                 default_qos=s.default_qos,
@@ -87,6 +89,7 @@ def put_account(session: Session, a: Account) -> None:
             name=a.name,
             parent=a.parent,
             fairshare=a.fairshare,
+            priority=a.priority,
             limits=limits_json(a.limits),
             description=a.description,
             organization=a.organization,
@@ -135,6 +138,7 @@ def put_assoc(session: Session, u: UserAssoc) -> None:
         row = AssocRow(user=u.user, account=u.account)
         session.add(row)
     row.fairshare = u.fairshare
+    row.priority = u.priority
     row.limits = limits_json(u.limits)
     row.qos = csv(u.qos)
     row.default_qos = u.default_qos

@@ -32,6 +32,7 @@ class JobRow(Base):
     held: Mapped[str] = mapped_column(String(8), default="")  # "", "user", "admin"
     priority: Mapped[float] = mapped_column(Float, default=0.0)
     priority_override: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    site_factor: Mapped[int] = mapped_column(Integer, default=0)
     nice: Mapped[int] = mapped_column(Integer, default=0)
     array_job_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
     array_task_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -134,7 +135,8 @@ class AccountRow(Base):
 
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
     parent: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    fairshare: Mapped[int] = mapped_column(Integer, default=1)
+    fairshare: Mapped[int] = mapped_column(Integer, default=1)  # -1 = "parent"
+    priority: Mapped[int | None] = mapped_column(Integer, nullable=True)  # assoc Priority=
     limits: Mapped[str] = mapped_column(Text, default="{}")  # Limits JSON
     description: Mapped[str] = mapped_column(Text, default="")
     organization: Mapped[str] = mapped_column(Text, default="")
@@ -162,6 +164,7 @@ class AssocRow(Base):
     user: Mapped[str] = mapped_column(String(128), index=True)
     account: Mapped[str] = mapped_column(String(128), index=True)
     fairshare: Mapped[int] = mapped_column(Integer, default=1)
+    priority: Mapped[int | None] = mapped_column(Integer, nullable=True)
     limits: Mapped[str] = mapped_column(Text, default="{}")
     qos: Mapped[str] = mapped_column(Text, default="")
     default_qos: Mapped[str] = mapped_column(String(64), default="")

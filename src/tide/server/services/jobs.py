@@ -266,6 +266,10 @@ def update(ctl: Any, who: Principal, text: str, body: UpdateBody) -> list[dict[s
                         "use --nice to lower your own job's priority",
                     )
                 values["priority_override"] = body.priority
+            if body.site_factor is not None:
+                if not who.operator:
+                    raise forbidden("only operators may set a job's site factor", "")
+                values["site_factor"] = body.site_factor
             if body.nice is not None:
                 if body.nice < 0 and not who.operator:
                     raise forbidden("only operators may set a negative nice", "use a nice >= 0")

@@ -14,6 +14,7 @@ ExitCode is kept as (code, signal), printed "code:signal" like sacct.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -52,18 +53,54 @@ def collect_exits(ctl: Any) -> int:
     """Poll the executor and end what ended. Returns how many jobs ended."""
     if ctl.executor is None:
         return 0
-    reports = ctl.executor.poll()
+    ex = ctl.executor
+    reports = ex.poll()
     for r in reports:
+        record = ex.exit_record(r.job_id) if hasattr(ex, "exit_record") else None
         try:
-            finish(ctl, r)
+            finish(ctl, r, record=record)
         except Exception:
             log.exception("cannot record the end of job %s", r.job_id)
+            continue
+        if hasattr(ex, "forget"):
+            try:
+                ex.forget(r.job_id)  # the store has it now
+            except Exception:
+                log.warning("executor could not forget job %s", r.job_id, exc_info=True)
     return len(reports)
 
 
-def finish(ctl: Any, report: ExitReport, now: float | None = None) -> str | None:
-    """Record one job's end; returns the new state (None if the job was not live)."""
+def probe_phases(ctl: Any) -> None:
+    """'All tasks running' for live jobs, from the executor's step records
+    (LocalExecutor writes one per srun step with the time all its tasks ran)."""
+    ex = ctl.executor
+    if ex is None or not hasattr(ex, "job_dir"):
+        return
+    from tide.exec.jobdir import read_steps
+
+    stmt = select(JobRow.id).where(JobRow.state == "RUNNING", JobRow.tasks_running_time.is_(None))
+    with ctl.sessions() as s:
+        ids = [r[0] for r in s.execute(stmt)]
+    found = {}
+    for job_id in ids:
+        times = [st["running"] for st in read_steps(ex.job_dir(job_id)) if st.get("running")]
+        if times:
+            found[job_id] = min(times)
+    if found:
+        with ctl.sessions.begin() as s:
+            for job_id, t in found.items():
+                jobrepo.transition(s, job_id, ["RUNNING"], None, t, {"tasks_running_time": t})
+
+
+def finish(
+    ctl: Any, report: ExitReport, now: float | None = None, record: Any = None
+) -> str | None:
+    """Record one job's end; returns the new state (None if the job was not live).
+    `record` (the LocalExecutor's ExitRecord) gives the real end time, when all
+    tasks ran, and why tide ended the run."""
     now = time.time() if now is None else now
+    if record is not None and record.ended:
+        now = min(now, float(record.ended))
     with ctl.sessions.begin() as s:
         row = jobrepo.get(s, report.job_id)
         if row is None or row.state not in LIVE:
@@ -80,6 +117,8 @@ def finish(ctl: Any, report: ExitReport, now: float | None = None) -> str | None
         )
         _charge_tail(ctl, row, now)
         why = report.reason or ("requeue" if _requeue(row) else "")
+        if record is not None and record.message:
+            why = f"{why}: {record.message}" if why else record.message
         if report.node:
             why = f"{why} on {report.node}".strip()
         if _requeue(row):
@@ -108,7 +147,7 @@ def finish(ctl: Any, report: ExitReport, now: float | None = None) -> str | None
                     "exit_signal": report.signal,
                     "gpu_seconds": row.gpu_seconds + gpu_seconds,
                     "reason": "None" if state == "COMPLETED" else _reason(state, report),
-                    "tasks_running_time": row.tasks_running_time,
+                    "tasks_running_time": _tasks_running(row, record),
                 },
                 reason=why or ("exit " + f"{report.exit_code}:{report.signal}"),
                 actor="executor",
@@ -116,6 +155,20 @@ def finish(ctl: Any, report: ExitReport, now: float | None = None) -> str | None
     if ctl.loop is not None:
         ctl.loop.wake()
     return state
+
+
+def _tasks_running(row: JobRow, record: Any) -> float | None:
+    """Keep a reported time; else srun's (all tasks of a step started); else, for a
+    one-task job that never ran srun, the batch shell itself was the task."""
+    if row.tasks_running_time is not None:
+        return row.tasks_running_time
+    if record is None:
+        return None
+    if record.tasks_running:
+        return float(record.tasks_running)
+    req = json.loads(row.request)
+    one_task = (req.get("ntasks") or 1) == 1 and (req.get("ntasks_per_node") or 1) == 1
+    return float(record.started) if one_task and record.started else None
 
 
 def _requeue(row: JobRow) -> bool:

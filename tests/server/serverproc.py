@@ -1,0 +1,118 @@
+"""Start a real tide server (a subprocess running uvicorn) for tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DATA = Path(__file__).with_name("data")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProc:
+    def __init__(
+        self, data_dir: Path, args: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = args or []
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = data_dir / "server.log"
+
+    def start(self, timeout: float = 60.0) -> ServerProc:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "tide.server",
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            *self.args,
+        ]
+        env = {**os.environ, **self.env}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/v1/ping", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"server did not start: {self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    @property
+    def admin_token(self) -> str:
+        return (self.data_dir / "admin.token").read_text().strip()
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        tok = self.admin_token if token is None else token
+        headers = {"Authorization": f"Bearer {tok}"} if tok else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+def submit(
+    c: httpx.Client, script: str, cwd: Path, argv: list[str] | None = None, **extra: Any
+) -> httpx.Response:
+    body = {
+        "script": script,
+        "argv": argv or [],
+        "cwd": str(cwd),
+        "env": {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/tmp"),
+        },
+    }
+    body.update(extra)
+    return c.post("/v1/jobs", json=body)
+
+
+def job(c: httpx.Client, job_id: str | int) -> dict[str, Any]:
+    r = c.get(f"/v1/jobs/{job_id}")
+    r.raise_for_status()
+    return r.json()["jobs"][0]
+
+
+def wait_state(
+    c: httpx.Client, job_id: str | int, states: set[str], timeout: float = 60.0
+) -> dict[str, Any]:
+    deadline = time.time() + timeout
+    j: dict[str, Any] = {}
+    while time.time() < deadline:
+        j = job(c, job_id)
+        if j["state"] in states:
+            return j
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} is {j.get('state')} ({j.get('reason')}), not {states}")
