@@ -35,7 +35,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tide.model.account import FAIRSHARE_PARENT, AccountTree
+from tide.model.account import FAIRSHARE_PARENT, Account, AccountTree
 
 
 @dataclass(slots=True, frozen=True)
@@ -68,14 +68,12 @@ class _Node:
     eff_usage: float = 0.0
     level_fs: float | None = None
     factor: float | None = None
+    is_user: bool = field(init=False)
+    uses_parent: bool = field(init=False)  # Fairshare=parent (never for root)
 
-    @property
-    def is_user(self) -> bool:
-        return self.user != ""
-
-    @property
-    def uses_parent(self) -> bool:
-        return self.shares == FAIRSHARE_PARENT and self.parent is not None
+    def __post_init__(self) -> None:
+        self.is_user = self.user != ""
+        self.uses_parent = self.shares == FAIRSHARE_PARENT and self.parent is not None
 
     @property
     def key(self) -> str:
@@ -90,16 +88,15 @@ def assoc_key(account: str, user: str) -> str:
 def fair_tree_factors(accounts: AccountTree, usage: Mapping[str, float]) -> dict[str, float]:
     """"account/user" -> Fair Tree fair-share factor in (0, 1], for every user
     association in the tree. Users outside the tree are absent (factor 0)."""
-    root = _build(accounts, usage)
-    return {n.key: n.factor for n in _walk(root) if n.is_user and n.factor is not None}
+    nodes = _build(accounts, usage)
+    return {n.key: n.factor for n in nodes if n.is_user and n.factor is not None}
 
 
 def sshare_rows(accounts: AccountTree, usage: Mapping[str, float]) -> list[ShareRow]:
     """The association tree as `sshare -l` lists it: root first, then under each
     account its users (by name) before its sub-accounts (by name), depth first."""
-    root = _build(accounts, usage)
     rows = []
-    for n in _walk(root):
+    for n in _build(accounts, usage):
         rows.append(
             ShareRow(
                 account=n.account,
@@ -119,9 +116,10 @@ def sshare_rows(accounts: AccountTree, usage: Mapping[str, float]) -> list[Share
 # --- building the tree --------------------------------------------------------
 
 
-def _build(accounts: AccountTree, usage: Mapping[str, float]) -> _Node:
-    """The real tree from root with usage, S, U, LF and factors filled in."""
-    root_acct = accounts.accounts["root"]
+def _build(accounts: AccountTree, usage: Mapping[str, float]) -> list[_Node]:
+    """The real tree from root, in pre-order (root first), with usage, S, U, LF
+    and factors filled in."""
+    root_acct = accounts.accounts.get("root") or Account("root", parent=None)
     root = _Node("root", "", root_acct.fairshare, 0)
     kids: dict[str, list[str]] = {}
     for a in accounts.accounts.values():
@@ -145,14 +143,15 @@ def _build(accounts: AccountTree, usage: Mapping[str, float]) -> _Node:
             node.children.append(child)
             stack.append(child)
 
-    _sum_usage(root, usage)
-    _link_fs(root)
-    _level_fs(root)
-    n_users = sum(1 for n in _walk(root) if n.is_user)
+    nodes = _walk(root)
+    _sum_usage(nodes, usage)
+    _link_fs(nodes)
+    _level_fs(nodes)
+    n_users = sum(1 for n in nodes if n.is_user)
     if n_users:
         _rank(root.fs_children, n_users, [n_users, n_users], False)
     root.norm_shares, root.eff_usage = 1.0, 1.0
-    return root
+    return nodes
 
 
 def _walk(node: _Node) -> list[_Node]:
@@ -165,18 +164,18 @@ def _walk(node: _Node) -> list[_Node]:
     return out
 
 
-def _sum_usage(root: _Node, usage: Mapping[str, float]) -> None:
-    for n in reversed(_walk(root)):  # children before parents
+def _sum_usage(nodes: list[_Node], usage: Mapping[str, float]) -> None:
+    for n in reversed(nodes):  # children before parents
         if n.is_user:
             n.usage = max(0.0, float(usage.get(n.key, 0.0)))
         else:
             n.usage = sum(c.usage for c in n.children)
 
 
-def _link_fs(root: _Node) -> None:
+def _link_fs(nodes: list[_Node]) -> None:
     """Hang every association under its nearest ancestor with shares; accounts
     with Fairshare=parent keep no Fair Tree children of their own."""
-    for n in _walk(root)[1:]:
+    for n in nodes[1:]:
         p = n.parent
         assert p is not None
         n.fs_parent = p.fs_parent if p.uses_parent else p
@@ -184,8 +183,7 @@ def _link_fs(root: _Node) -> None:
             n.fs_parent.fs_children.append(n)  # type: ignore[union-attr]
 
 
-def _level_fs(root: _Node) -> None:
-    nodes = _walk(root)
+def _level_fs(nodes: list[_Node]) -> None:
     for fp in nodes:
         level = sum(max(0, c.shares) for c in fp.fs_children if not c.uses_parent)
         for n in fp.fs_children:
