@@ -108,6 +108,12 @@ class Snapshot:
     finished: dict[str, str] = field(default_factory=dict)
     # whether to run the backfill pass this cycle (the driver owns bf_interval)
     backfill: bool = True
+    # Kubernetes-style models: pods already bound for jobs not yet running
+    # (their resources are in the driver's usage, held idle)
+    bound: dict[int, Allocation] = field(default_factory=dict)
+    # runtime predictions (seconds of run) made at the edge, for policies that
+    # use them (tide's); jobs absent here are planned with their time limits
+    predicted: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True, frozen=True)
@@ -137,3 +143,7 @@ class Decisions:
     eligible: dict[int, float] = field(default_factory=dict)
     # jobs whose dependency can never be satisfied (kill_invalid_depend off: keep)
     never: list[int] = field(default_factory=list)
+    # Kubernetes-style models: pods newly bound (job not started; additive to
+    # Snapshot.bound), and jobs whose bound pods are released (evicted)
+    binds: dict[int, Allocation] = field(default_factory=dict)
+    unbinds: list[int] = field(default_factory=list)

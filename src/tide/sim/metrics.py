@@ -121,8 +121,11 @@ def compute_metrics(
     capacity_gpus: int,
     timeline: Iterable[Sample | Sequence[Any]] = (),
     target_shares: Mapping[str, float] | None = None,
+    account_gpu_seconds: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """All twin metrics for one run (docs/twin-metrics.md)."""
+    """All twin metrics for one run (docs/twin-metrics.md). The engine passes
+    `account_gpu_seconds` (exact per-account integrals it keeps as it runs);
+    the timeline's by_account is then only used for plots."""
     jobs = list(records)
     samples = as_samples(timeline)
     started = [j for j in jobs if j.start is not None]
@@ -141,6 +144,8 @@ def compute_metrics(
         by_account = {}
         for j in done:
             by_account[j.account] = by_account.get(j.account, 0.0) + j.gpus * (j.run or 0.0)
+    if account_gpu_seconds is not None:
+        by_account = dict(account_gpu_seconds)
     waits = [j.wait for j in started if j.wait is not None]
     w = _stats(waits)
     bsld = [bounded_slowdown(j.wait or 0.0, j.run or 0.0) for j in done]

@@ -1,0 +1,326 @@
+"""The twin's discrete-event engine: it drives the scheduling core under a
+virtual clock. There is no second scheduler here: every decision comes from
+the policy (tide.sched.policies), exactly as in the live controller.
+
+Time advances only by events, popped from a heap keyed (time, kind order,
+sequence); the sequence is the insertion counter, so runs are reproducible
+byte for byte. At equal times submissions come before terminations (the
+order of pyss, SC'15). Each event that can change a decision runs a cycle:
+a submission (only when the new job could fit the free GPUs now, since
+otherwise nothing changes), an end, a node repair, a begin time reached.
+Backfill runs in every cycle when bf_interval is 0, else every bf_interval
+seconds of virtual time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from tide.hostlist import compress, index_ranges
+from tide.model import AccountTree, Cluster, Job, JobState
+from tide.model.sched_config import SchedulerConfig
+from tide.sched.index import ClusterIndex, build_index
+from tide.sched.policies import Policy, make_policy
+from tide.sched.state import Usage
+from tide.sched.types import Allocation, Decisions, Reason, Running, Snapshot, Start
+from tide.sim.faults import Fault
+from tide.sim.metrics import JobResult, Sample
+from tide.sim.workload.base import SimJob
+
+# event kinds, in tie order at equal times
+SUBMIT, WAKE, REPAIR, END, FAIL, BACKFILL = range(6)
+
+
+@dataclass(slots=True)
+class Active:
+    """A running attempt of a job."""
+
+    job: Job
+    sim: SimJob
+    alloc: Allocation
+    start: float
+    limit_end: float
+    end: float  # when it will really end (work done, or killed at the limit)
+    token: int  # matches its END event; a requeue makes old events stale
+    work_left: float  # seconds of work this attempt must do
+
+
+@dataclass(slots=True)
+class RunOutput:
+    results: list[JobResult]
+    samples: list[Sample]
+    capacity_gpus: int
+    cycles: int = 0
+    events: int = 0
+
+
+@dataclass
+class Engine:
+    cluster: Cluster
+    config: SchedulerConfig
+    policy_name: str = "slurm"
+    accounts: AccountTree = field(default_factory=AccountTree)
+    faults: list[Fault] = field(default_factory=list)
+    requeue_default: bool = True
+    index: ClusterIndex | None = None
+    progress: Callable[[float], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.ix = self.index or build_index(self.cluster)
+        self.policy: Policy = make_policy(self.policy_name, self.ix)
+        self.usage = Usage.empty(self.ix)
+        self.pending: dict[int, Job] = {}
+        self.sims: dict[int, SimJob] = {}
+        self.active: dict[int, Active] = {}
+        self.results: dict[int, JobResult] = {}
+        self.finished: dict[str, str] = {}
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.seq = 0
+        self.token = 0
+        self.samples: list[Sample] = []
+        self.cycles = 0
+        self.events = 0
+        self._jobs: Iterator[SimJob] | None = None
+        self._next_bf: float | None = None
+        self._last_alloc: tuple[int, int, int] | None = None
+        self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
+        self.bound_since: dict[int, float] = {}
+
+    # -- events --------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, data: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, kind, self.seq, data))
+
+    def run(self, jobs: Iterable[SimJob]) -> RunOutput:
+        self._jobs = iter(jobs)
+        self._feed()
+        for f in self.faults:
+            self._push(f.time, FAIL, self.ix.pos[f.node])
+        while self.heap:
+            t, kind, _, data = heapq.heappop(self.heap)
+            self.events += 1
+            if kind == SUBMIT:
+                self._feed()
+            run_cycle, backfill = self._handle(t, kind, data)
+            if run_cycle:
+                self._cycle(t, backfill)
+            self._sample(t)
+            if self.progress is not None and self.events % 4096 == 0:
+                self.progress(t)
+        return self._output()
+
+    def _feed(self) -> None:
+        """Keep exactly one not-yet-submitted job in the heap (streams the trace)."""
+        assert self._jobs is not None
+        sim = next(self._jobs, None)
+        if sim is not None:
+            self.sims[sim.id] = sim
+            self._push(sim.submit, SUBMIT, sim.id)
+
+    def _handle(self, t: float, kind: int, data: int) -> tuple[bool, bool]:
+        if kind == SUBMIT:
+            return self._submit(t, data), self._bf_due(t)
+        if kind == END:
+            return self._end(t, data), self._bf_due(t)
+        if kind == BACKFILL:
+            self._next_bf = None
+            return bool(self.pending), True
+        if kind == WAKE:
+            return True, self._bf_due(t)
+        if kind == FAIL:
+            return self._fail(t, data), self._bf_due(t)
+        if kind == REPAIR:
+            self.cluster.nodes[data].state = self.cluster.nodes[data].state.__class__.IDLE
+            return True, self._bf_due(t)
+        return False, False
+
+    def _bf_due(self, t: float) -> bool:
+        interval = self.config.bf_interval
+        if interval <= 0:
+            return True
+        if self._next_bf is None:
+            self._next_bf = t + interval
+            self._push(self._next_bf, BACKFILL, 0)
+        return False
+
+    # -- job lifecycle -------------------------------------------------------
+
+    def _submit(self, t: float, job_id: int) -> bool:
+        sim = self.sims[job_id]
+        req = sim.request
+        job = Job(
+            id=sim.id,
+            request=req,
+            user=sim.user,
+            account=sim.account or req.account or "root",
+            submit=t,
+            qos=req.qos or "normal",
+        )
+        self.pending[job.id] = job
+        self.results[job.id] = JobResult(
+            job_id=job.id,
+            name=sim.name or req.name,
+            user=job.user,
+            account=job.account,
+            qos=job.qos,
+            submit=t,
+        )
+        if req.dependency is None and not req.hold and (req.begin is None or req.begin <= t):
+            job.eligible = t  # eligible on arrival; otherwise the core says when
+            self.results[job.id].eligible = t
+        if req.begin is not None and req.begin > t:
+            self._push(req.begin, WAKE, job.id)
+        gpus = req.total_gpus(req.node_range()[0])
+        return gpus <= int(self.usage.free_gpus[self.usage.usable].sum())
+
+    def _end(self, t: float, job_id: int) -> bool:
+        act = self.active.get(job_id)
+        if act is None or act.end != t:
+            return False
+        del self.active[job_id]
+        self.usage.release(act.alloc)
+        res = self.results[job_id]
+        res.end = t
+        timed_out = act.work_left > act.limit_end - act.start + 1e-9
+        res.state = JobState.TIMEOUT.value if timed_out else JobState.COMPLETED.value
+        self.finished[act.job.display_id] = res.state
+        return True
+
+    def _fail(self, t: float, node: int) -> bool:
+        from tide.sim.faults import fail_node
+
+        return fail_node(self, t, node)
+
+    # -- the cycle -----------------------------------------------------------
+
+    def _cycle(self, now: float, backfill: bool) -> None:
+        snap = Snapshot(
+            cluster=self.cluster,
+            config=self.config,
+            now=now,
+            pending=list(self.pending.values()),
+            running=[Running(a.job, a.alloc, a.start, a.limit_end) for a in self.active.values()],
+            accounts=self.accounts,
+            finished=self.finished,
+            backfill=backfill,
+            bound=dict(self.bound),
+        )
+        decisions = self.policy.schedule(snap, self.usage)
+        self.cycles += 1
+        self._apply(now, decisions)
+
+    def _apply(self, now: float, d: Decisions) -> None:
+        for jid, t in d.eligible.items():
+            self.pending[jid].eligible = t
+            self.results[jid].eligible = t
+        for jid in d.unbinds:
+            self._unbind(now, jid)
+        for jid, pods in d.binds.items():
+            self._bind(now, jid, pods)
+        for start in d.starts:
+            self._start(now, start)
+        top = next(iter(self.pending.values()), None)
+        self._blocked = bool(
+            top is not None
+            and d.pending.get(top.id) is not None
+            and d.pending[top.id].reason is Reason.RESOURCES
+        )
+
+    def _bind(self, now: float, jid: int, pods: Allocation) -> None:
+        """Pods bound before their job runs hold their GPUs idle (no gang)."""
+        self.usage.allocate(pods)
+        old = self.bound.get(jid)
+        self._charge_held(now, jid)
+        merged = (old.nodes if old else ()) + pods.nodes
+        self.bound[jid] = Allocation(jid, merged)
+        self.bound_since[jid] = now
+
+    def _unbind(self, now: float, jid: int) -> None:
+        pods = self.bound.pop(jid, None)
+        if pods is not None:
+            self._charge_held(now, jid)
+            self.bound_since.pop(jid, None)
+            self.usage.release(pods)
+
+    def _charge_held(self, now: float, jid: int) -> None:
+        pods = self.bound.get(jid)
+        if pods is not None:
+            since = self.bound_since.get(jid, now)
+            self.results[jid].held_idle_gpu_seconds += pods.gpu_count * (now - since)
+            self.bound_since[jid] = now
+
+    def _start(self, now: float, s: Start) -> None:
+        job = self.pending.pop(s.job_id)
+        sim = self.sims[s.job_id]
+        self._unbind(now, s.job_id)  # the full allocation includes the bound pods
+        self.usage.allocate(s.alloc)
+        limit = job.request.time_limit
+        limit_end = now + limit if limit is not None else math.inf
+        work = self._work_left(job, sim)
+        end = min(now + _wall(work, sim), limit_end)
+        self.token += 1
+        self.active[job.id] = Active(job, sim, s.alloc, now, limit_end, end, self.token, work)
+        self._push(end, END, job.id)
+        res = self.results[job.id]
+        if res.start is None:
+            res.start = now
+        res.state = JobState.RUNNING.value
+        res.partition = s.partition
+        res.gpus = s.alloc.gpu_count
+        res.nodes = len(s.alloc.nodes)
+        res.leaf_switches = s.leaf_switches if self.ix.n_leaves > 1 else 0
+        self._describe(res, s.alloc)
+
+    def _work_left(self, job: Job, sim: SimJob) -> float:
+        done = float(job.meta.get("work_done", 0.0))  # type: ignore[arg-type]
+        return max(0.0, sim.duration - done)
+
+    def _describe(self, res: JobResult, alloc: Allocation) -> None:
+        names = self.ix.names
+        res.nodelist = compress(names[na.node] for na in alloc.nodes)
+        res.gpu_index = ";".join(
+            f"{names[na.node]}:{index_ranges(na.gpus)}" for na in alloc.nodes if na.gpus
+        )
+        res.cpu_ids = ";".join(
+            f"{names[na.node]}:{index_ranges(na.cores)}" for na in alloc.nodes if na.cores
+        )
+
+    # -- metrics -------------------------------------------------------------
+
+    def _sample(self, t: float) -> None:
+        allocated = int(self.ix.gpus.sum() - self.usage.free_gpus.sum())
+        blocked = getattr(self, "_blocked", False) and bool(self.pending)
+        idle = int(self.usage.free_gpus[self.usage.usable].sum()) if blocked else 0
+        key = (allocated, idle, len(self.pending))
+        if key == self._last_alloc and self.samples:
+            return
+        self._last_alloc = key
+        by_account: dict[str, int] = {}
+        for a in self.active.values():
+            by_account[a.job.account] = by_account.get(a.job.account, 0) + a.alloc.gpu_count
+        self.samples.append(Sample(t, allocated, idle, len(self.pending), by_account))
+
+    def _output(self) -> RunOutput:
+        end = max((s.t for s in self.samples), default=0.0)
+        for jid in self.pending:
+            self.results[jid].state = JobState.PENDING.value
+            if jid in self.bound:  # holds pods and can never run: deadlocked
+                self._charge_held(end, jid)
+                self.results[jid].deadlocked = True
+        results = [self.results[k] for k in sorted(self.results)]
+        return RunOutput(results, self.samples, int(self.ix.gpus.sum()), self.cycles, self.events)
+
+
+def _wall(work: float, sim: SimJob) -> float:
+    """Wall time to do `work` seconds, checkpoint costs included."""
+    interval = sim.checkpoint_interval
+    if not interval or sim.checkpoint_cost <= 0:
+        return work
+    checkpoints = math.floor(work / interval)
+    if checkpoints and checkpoints * interval >= work:
+        checkpoints -= 1  # no checkpoint right at the end
+    return work + checkpoints * sim.checkpoint_cost

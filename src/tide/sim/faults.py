@@ -1,0 +1,96 @@
+"""Node failures in the twin, and what they cost running jobs.
+
+A failure takes a node DOWN until its repair. Every job with a share on it
+loses the work done since its last completed checkpoint (all of it when it
+does not checkpoint): lost GPU-seconds = the job's GPUs x (failure time -
+last checkpoint). A requeueable job (--requeue, or the cluster default,
+which is Slurm's JobRequeue=1) goes back to the queue at once, keeping its
+submit time (so its priority age) and the work it had saved; any other job
+ends NODE_FAIL. These are the rules of the live controller's recovery.
+
+Checkpoints: every `checkpoint_interval` seconds of work the job spends
+`checkpoint_cost` seconds saving; a checkpoint counts once it completes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tide.model import JobState, NodeState
+
+if TYPE_CHECKING:
+    from tide.sim.engine import Active, Engine
+
+
+@dataclass(slots=True, frozen=True)
+class Fault:
+    time: float
+    node: str
+    repair_after: float = 3600.0
+
+
+def draw_faults(
+    nodes: list[str], horizon: float, mtbf: float, mttr: float, seed: int
+) -> list[Fault]:
+    """Failures per node as a Poisson process (exponential gaps, mean MTBF),
+    each repaired after an exponential time of mean MTTR. Seeded."""
+    rng = np.random.default_rng(seed)
+    out: list[Fault] = []
+    for name in nodes:
+        t = float(rng.exponential(mtbf))
+        while t < horizon:
+            repair = float(rng.exponential(mttr))
+            out.append(Fault(t, name, repair))
+            t += repair + float(rng.exponential(mtbf))
+    return sorted(out, key=lambda f: (f.time, f.node))
+
+
+def saved_work(act: Active, t: float) -> tuple[float, float]:
+    """(work saved by completed checkpoints, time of the last one)."""
+    interval, cost = act.sim.checkpoint_interval, act.sim.checkpoint_cost
+    if not interval:
+        return 0.0, act.start
+    k = math.floor((t - act.start) / (interval + cost))
+    return k * interval, act.start + k * (interval + cost)
+
+
+def fail_node(engine: Engine, t: float, node: int) -> bool:
+    from tide.sim.engine import REPAIR
+
+    state = engine.cluster.nodes[node]
+    if state.state is NodeState.DOWN:
+        return False
+    state.state = NodeState.DOWN
+    repair = next(
+        (f.repair_after for f in engine.faults if f.time == t and engine.ix.pos[f.node] == node),
+        3600.0,
+    )
+    engine._push(t + repair, REPAIR, node)
+    victims = [a for a in engine.active.values() if node in a.alloc.node_indices]
+    for act in victims:
+        _lose(engine, act, t)
+    return True
+
+
+def _lose(engine: Engine, act: Active, t: float) -> None:
+    job = act.job
+    del engine.active[job.id]
+    engine.usage.release(act.alloc)
+    saved, last = saved_work(act, t)
+    res = engine.results[job.id]
+    res.lost_gpu_seconds += act.alloc.gpu_count * (t - last)
+    requeue = job.request.requeue if job.request.requeue is not None else engine.requeue_default
+    if requeue:
+        job.meta["work_done"] = float(job.meta.get("work_done", 0.0)) + saved  # type: ignore[arg-type]
+        job.restarts += 1
+        res.restarts = job.restarts
+        res.state = JobState.PENDING.value
+        engine.pending[job.id] = job
+        return
+    res.end = t
+    res.state = JobState.NODE_FAIL.value
+    engine.finished[job.display_id] = res.state
