@@ -157,3 +157,10 @@ def test_empty_run() -> None:
     assert m["jobs"] == 0 and m["utilization"] is None and m["mean_wait"] is None
     assert m["fairness"] == {"jain": None, "accounts": {}}
     assert not any(isinstance(v, float) and math.isnan(v) for v in m.values())
+
+
+def test_engine_account_integrals_override_the_timeline() -> None:
+    exact = {"x": 100.0, "y": 300.0}
+    f = compute_metrics(_mini(), 8, TIMELINE, {"x": 1, "y": 1}, account_gpu_seconds=exact)
+    assert f["fairness"]["accounts"]["x"]["achieved"] == pytest.approx(0.25)
+    assert f["fairness"]["accounts"]["y"]["achieved"] == pytest.approx(0.75)

@@ -109,8 +109,9 @@ def test_sbatch_kept_raw_without_parser(tmp_path: Path, monkeypatch: pytest.Monk
 def test_sbatch_parsed_when_parser_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
 
-    def parse_args(argv: list[str]) -> JobRequest:
+    def parse_args(argv: list[str], now: float = 0.0) -> JobRequest:
         seen.append(argv)
+        assert now == 3.5  # relative options (--begin=now+...) count from the submit
         if "--bad" in argv:
             raise ValueError("--bad: unknown option")
         return JobRequest(nodes_min=2, nodes_max=2, gpus_per_node=8, account="prod")
@@ -118,12 +119,12 @@ def test_sbatch_parsed_when_parser_exists(tmp_path: Path, monkeypatch: pytest.Mo
     mod = types.ModuleType("tide.jobspec.sbatch")
     mod.parse_args = parse_args  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tide.jobspec.sbatch", mod)
-    p = _write(tmp_path, {"submit": 0, "duration": 5, "name": "x",
+    p = _write(tmp_path, {"submit": 3.5, "duration": 5, "name": "x",
                           "sbatch": "-N 2 --gpus-per-node=8 -J 'a b'"})  # fmt: skip
     (job,) = read_jsonl(p).jobs()
     assert seen == [["-N", "2", "--gpus-per-node=8", "-J", "a b"]]
     assert job.request.nodes_min == 2 and job.account == "prod" and job.request.name == "x"
-    bad = _write(tmp_path, {"submit": 0, "duration": 5, "sbatch": "--bad"})
+    bad = _write(tmp_path, {"submit": 3.5, "duration": 5, "sbatch": "--bad"})
     with pytest.raises(WorkloadError, match=r":1: field 'sbatch': --bad: unknown option"):
         read_jsonl(bad).jobs()
 
@@ -167,3 +168,10 @@ def test_sbatch_with_the_real_parser(tmp_path: Path) -> None:
     bad = _write(tmp_path, {"submit": 0, "duration": 5, "sbatch": "--time=abc"})
     with pytest.raises(WorkloadError, match=r":1: field 'sbatch': --time=abc"):
         read_jsonl(bad).jobs()
+
+
+def test_sbatch_begin_counts_from_submit(tmp_path: Path) -> None:
+    pytest.importorskip("tide.jobspec.sbatch", reason="tide.jobspec.sbatch not written yet")
+    p = _write(tmp_path, {"submit": 100, "duration": 5, "sbatch": "--begin=now+60"})
+    (job,) = read_jsonl(p).jobs()
+    assert job.request.begin == 160

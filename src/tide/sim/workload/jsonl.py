@@ -90,7 +90,7 @@ def structured_request(obj: dict[str, Any], name: str, where: str) -> JobRequest
 
 
 def _sbatch_request(
-    text: str, name: str, default_name: str, where: str, original: dict[str, Any]
+    text: str, name: str, default_name: str, now: float, where: str, original: dict[str, Any]
 ) -> JobRequest:
     """Parse `sbatch` with tide.jobspec.sbatch when it is installed; until then
     keep the string in original["sbatch"] for the engine to parse later."""
@@ -100,7 +100,7 @@ def _sbatch_request(
     except ImportError:
         return JobRequest(name=name or default_name)
     try:
-        out = parse_args(shlex.split(text))
+        out = parse_args(shlex.split(text), now=now)  # --begin=now+1hour: from the submit
     except ValueError as e:  # JobSpecError: its message names the option and the fix
         raise _fail(where, "sbatch", str(e)) from None
     req = getattr(out, "request", out)
@@ -124,6 +124,7 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         if key not in obj:
             raise _fail(where, key, "missing; every job needs submit and duration (seconds)")
     jid = _get(obj, "id", fp.integer, where) if "id" in obj else seq
+    submit = _get(obj, "submit", fp.seconds, where)
     given = _get(obj, "name", fp.text, where) if "name" in obj else ""
     original: dict[str, Any] = {}
     if "meta" in obj:
@@ -133,13 +134,13 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         if both:
             raise _fail(where, both[0], "give the shape either in 'sbatch' or as fields, not both")
         text = _get(obj, "sbatch", fp.text, where)
-        request = _sbatch_request(text, given, f"job{jid}", where, original)
+        request = _sbatch_request(text, given, f"job{jid}", submit, where, original)
     else:
         request = structured_request(obj, given or f"job{jid}", where)
     interval = obj.get("checkpoint_interval")
     return SimJob(
         id=jid,
-        submit=_get(obj, "submit", fp.seconds, where),
+        submit=submit,
         duration=_get(obj, "duration", fp.seconds, where),
         request=request,
         user=_get(obj, "user", fp.text, where) if "user" in obj else "user",
@@ -224,13 +225,8 @@ def job_to_dict(job: SimJob) -> dict[str, Any]:
     if "sbatch" in job.original:
         out["sbatch"] = job.original["sbatch"]
     else:
+        _check_expressible(job.id, r)
         out.update(_request_dict(r))
-        back = structured_request(out, job.name, "write_jsonl")
-        want = replace(r, name=job.name, warnings=())
-        if back != want:
-            bad = [f.name for f in fields(JobRequest)
-                   if getattr(back, f.name) != getattr(want, f.name)]  # fmt: skip
-            raise WorkloadError(f"job {job.id}: write_jsonl cannot express {', '.join(bad)}")
     if job.checkpoint_interval is not None:
         out["checkpoint_interval"] = _num(job.checkpoint_interval)
     if job.checkpoint_cost:
@@ -238,6 +234,21 @@ def job_to_dict(job: SimJob) -> dict[str, Any]:
     if "meta" in job.original:
         out["meta"] = job.original["meta"]
     return out
+
+
+_WRITTEN = {"name", "warnings", "nodes_min", "nodes_max", "switches", "switches_wait",
+            *(attr for attr, _ in _SIMPLE.values())}  # fmt: skip
+_UNWRITTEN = tuple(f.name for f in fields(JobRequest) if f.name not in _WRITTEN)
+
+
+def _check_expressible(job_id: int, r: JobRequest) -> None:
+    bad = [a for a in _UNWRITTEN if getattr(r, a) != getattr(_DEFAULTS, a)]
+    if r.nodes_max is not None and r.nodes_min is None:
+        bad.append("nodes_max without nodes_min")
+    if r.switches_wait is not None and r.switches is None:
+        bad.append("switches_wait without switches")
+    if bad:
+        raise WorkloadError(f"job {job_id}: write_jsonl cannot express {', '.join(bad)}")
 
 
 def _request_dict(r: JobRequest) -> dict[str, Any]:
