@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tide.config.loaded import LoadedCluster
 from tide.hostlist import compress
-from tide.model import Account, AccountTree, Cluster
+from tide.model import Account, AccountTree, Cluster, UserAssoc
 
 
 def check_loaded(loaded: LoadedCluster) -> list[str]:
@@ -33,7 +33,7 @@ def check_cluster(c: Cluster) -> list[str]:
 
 def check_accounts(tree: AccountTree, c: Cluster) -> list[str]:
     out: list[str] = []
-    assocs = [*tree.accounts.values(), *tree.users]
+    assocs: list[Account | UserAssoc] = [*tree.accounts.values(), *tree.users]
     undefined = sorted({q for a in assocs for q in (*a.qos, a.default_qos)
                         if q and q not in tree.qos})
     if undefined:

@@ -129,7 +129,9 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 def _split_words(text: str) -> list[str]:
     """Split on whitespace outside double quotes; quotes are removed."""
-    words, cur, quoted, any_char = [], [], False, False
+    words: list[str] = []
+    cur: list[str] = []
+    quoted = any_char = False
     for ch in text:
         if ch == '"':
             quoted = not quoted

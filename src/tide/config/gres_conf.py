@@ -133,7 +133,8 @@ def _gres_line(attrs: dict[str, tuple[str, str]], loc: Loc) -> GresLine:
     except Exception:
         raise loc.error(f"Cores={cores_text!r} is not a core list",
                         "write core ids as ranges, e.g. Cores=0-15 or Cores=0-7,16-23") from None
-    links = _links(get("links"), loc) if get("links") else None
+    links_text = get("links")
+    links = _links(links_text, loc) if links_text else None
     if links is not None and len(files) != 1:
         raise loc.error("Links= needs exactly one device on its line",
                         "write one line per GPU, e.g. File=/dev/nvidia0 Links=-1,2,0,0")
@@ -179,14 +180,13 @@ def _targets(gl: GresLine, nodes: list[Node], gres: dict[str, GresDecl]) -> list
 
 
 def _devices(gl: GresLine, existing: list[Device]) -> list[Device]:
+    out: list[Device] = []
     if gl.files:
-        out = []
         for f in gl.files:
             m = _TRAILING_NUM.search(f)
             idx = int(m.group(1)) if m else _next_index(existing, out)
             out.append(Device(idx, gl.type, f, gl.cores, gl.links, gl.loc))
         return out
-    out = []
     for _ in range(gl.count or 1):
         out.append(Device(_next_index(existing, out), gl.type, "", gl.cores, None, gl.loc))
     return out

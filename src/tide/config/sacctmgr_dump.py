@@ -220,7 +220,8 @@ class _Reader:
             raise Loc(self.file).error("no Cluster line",
                                        "start the dump with Cluster - 'name'")
         self.tree.qos.update(self.qos)
-        missing = sorted(q for q in self.used_qos if q and q not in self.tree.qos)
+        used = self.used_qos | {p for q in self.qos.values() for p in q.preempt}
+        missing = sorted(q for q in used if q and q not in self.tree.qos)
         for q in missing:
             self.tree.qos[q] = Qos(q)
         if missing:

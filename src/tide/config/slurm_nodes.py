@@ -105,8 +105,11 @@ class NodeLines:
         out = []
         for i, name in enumerate(names):
             gpus = [Gpu(index=j, type=t) for j, t in enumerate(_gpu_types(gres))]
-            node = Node(name=name, **shape, real_memory=memory, gpus=gpus, features=features,
-                        weight=weight, state=state, reason=reason, address=addrs[i])
+            node = Node(name=name, cpus=shape.cpus, boards=shape.boards, sockets=shape.sockets,
+                        cores_per_socket=shape.cores_per_socket,
+                        threads_per_core=shape.threads_per_core, real_memory=memory, gpus=gpus,
+                        features=features, weight=weight, state=state, reason=reason,
+                        address=addrs[i])
             out.append((node, GresDecl(list(gres.gpus))))
         return out
 
@@ -167,7 +170,16 @@ def _addresses(attrs: dict[str, tuple[str, str]], names: list[str], loc: Loc) ->
     return addrs
 
 
-def _shape(attrs: dict[str, tuple[str, str]], loc: Loc) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    cpus: int
+    boards: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+
+
+def _shape(attrs: dict[str, tuple[str, str]], loc: Loc) -> _Shape:
     def num(key: str, lkey: str, default: int) -> int:
         v = _get(attrs, lkey)
         return default if v is None else to_int(key, v, loc, minimum=1)
@@ -186,8 +198,7 @@ def _shape(attrs: dict[str, tuple[str, str]], loc: Loc) -> dict[str, int]:
         sockets = 1
     if cpus is None:
         cpus = boards * sockets * cps * tpc
-    return {"cpus": cpus, "boards": boards, "sockets": sockets,
-            "cores_per_socket": cps, "threads_per_core": tpc}
+    return _Shape(cpus, boards, sockets, cps, tpc)
 
 
 def _state(attrs: dict[str, tuple[str, str]], loc: Loc) -> NodeState:

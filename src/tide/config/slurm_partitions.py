@@ -126,7 +126,9 @@ class PartitionLines:
 
 def split_top(expr: str) -> list[str]:
     """Split on commas outside brackets: 'a[1-2,4],b' -> ['a[1-2,4]', 'b']."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in expr:
         depth += (ch == "[") - (ch == "]")
         if ch == "," and depth == 0:

@@ -119,8 +119,8 @@ class _Builder:
             self.warn.add(self.file, self.where.line(["partitions"]),
                           f"several default partitions ({', '.join(p.name for p in defaults)});"
                           f" using the last, {defaults[-1].name}")
-            for p in defaults[:-1]:
-                p.default = False
+            for extra in defaults[:-1]:
+                extra.default = False
         for node in nodes:
             node.partitions = tuple(p.name for p in out if node.name in p.nodes)
         return out
