@@ -178,9 +178,11 @@ def _link_fs(nodes: list[_Node]) -> None:
     for n in nodes[1:]:
         p = n.parent
         assert p is not None
-        n.fs_parent = p.fs_parent if p.uses_parent else p
+        fp = p.fs_parent if p.uses_parent else p
+        assert fp is not None  # root never uses its parent, so one is always found
+        n.fs_parent = fp
         if not (n.uses_parent and not n.is_user):
-            n.fs_parent.fs_children.append(n)  # type: ignore[union-attr]
+            fp.fs_children.append(n)
 
 
 def _level_fs(nodes: list[_Node]) -> None:

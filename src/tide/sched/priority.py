@@ -375,6 +375,7 @@ def _gather(jobs: list[Job], cfg: _Config) -> _Gathered:
     ])
     if not cfg.need_shape:
         return _Gathered(ids, submit, eligible, profiles, profile_idx, [], np.zeros(n, np.int64))
+    keys: list[tuple[Any, ...]]
     if cfg.extras:
         keys = [
             ((r := j.request).nodes_min, r.nodes_max, r.ntasks, r.ntasks_per_node, r.gpus,
