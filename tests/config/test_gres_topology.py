@@ -135,8 +135,8 @@ def test_flat_plugin_keeps_switches_with_warning() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("SwitchName=s Switches=t", "topology.conf:1: switch s lists switch t, which no "
-         "SwitchName line defines"),
+        ("SwitchName=s Switches=t", "topology.conf:1: switch s lists switch t, which is not "
+         "defined; define switch t"),
         ("SwitchName=a Switches=b\nSwitchName=b Switches=a", "switch loop a -> b -> a"),
         ("SwitchName=a Nodes=n01 Switches=b", "switch a has both Nodes= and Switches="),
         ("SwitchName=a Nodes=n01\nSwitchName=a Nodes=n02", "topology.conf:2: switch a is "

@@ -128,7 +128,7 @@ def test_link_matrix_and_describe() -> None:
         ("topology:\n  kind: block\nscheduler:\n  topology_plugin: topology/tree\n",
          "x.yaml:2: topology kind block but topology_plugin is topology/tree"),
         ("topology:\n  switches:\n  - {name: s, switches: t}\n",
-         "switch s lists switch t, which no SwitchName line defines"),
+         "x.yaml:3: switch s lists switch t, which is not defined"),
         ("accounts:\n  a: {parent: nowhere}\n", "x.yaml:2: account a: parent 'nowhere' is not"),
         ("users:\n- {user: u, account: ghost}\n", "x.yaml:2: user u: account 'ghost' is not"),
         ("users:\n- {user: u, account: root, admin_level: King}\n", "admin_level 'King'"),
@@ -246,3 +246,12 @@ def test_random_gpu_layouts_round_trip(nodes: list[Node]) -> None:
         node.name = f"{node.name}{i:02d}"
     loaded = LoadedCluster(Cluster("r", nodes), SchedulerConfig(), AccountTree(cluster="r"))
     assert round_trip(loaded).cluster == loaded.cluster
+
+
+def test_docs_example_loads() -> None:
+    """The schema example in docs/cluster.md stays valid."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
+    loaded = load_yaml_text(doc.split("```yaml\n")[1].split("```")[0], "doc.yaml")
+    assert loaded.warnings == []
+    assert loaded.cluster.nodes[0].links[0] == [0, 2, 1, 1, 0, 0, 0, 0]
+    assert loaded.cluster.nodes[15].address == "10.0.0.16"

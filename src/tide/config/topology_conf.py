@@ -111,9 +111,9 @@ def check_tree(topo: Topology, where: dict[str, Loc], nodes: list[Node],
     for sw in topo.switches:
         for child in sw.switches:
             if child not in by_name:
-                raise where[sw.name].error(f"switch {sw.name} lists switch {child}, which no "
-                                           "SwitchName line defines",
-                                           f"add SwitchName={child} or fix Switches=")
+                raise where[sw.name].error(f"switch {sw.name} lists switch {child}, which is "
+                                           "not defined", f"define switch {child} or fix the "
+                                           f"switches of {sw.name}")
     _check_cycles(topo, where)
     if topo.kind is TopologyKind.TREE and topo.switches:
         in_leaf = {n for s in topo.switches for n in s.nodes}
