@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tide.exec.base import LaunchSpec, NodeLaunch
-from tide.model import Cluster, JobRequest
+from tide.model import Cluster, JobRequest, SignalSpec
 from tide.sched.types import Allocation
 from tide.server.auth import job_token
 from tide.store.models import JobRow
@@ -63,7 +63,7 @@ def launch_spec(
         output=req.output,
         error=req.error,
         time_limit=req.time_limit,
-        signal=sig.signal if sig else None,
+        signal=_signal_text(sig),
         signal_lead=sig.lead if sig else 60,
         array_job_id=row.array_job_id,
         array_task_id=row.array_task_id,
@@ -72,3 +72,11 @@ def launch_spec(
         ntasks=sum(ntasks),
         script_args=tuple(json.loads(row.script_args or "[]")),
     )
+
+
+def _signal_text(sig: SignalSpec | None) -> str | None:
+    """--signal as the executor takes it: "[{R|B}:]SIG" (B: the batch shell only)."""
+    if sig is None:
+        return None
+    flags = ("B" if sig.batch_only else "") + ("R" if sig.reservation else "")
+    return f"{flags}:{sig.signal}" if flags else sig.signal
