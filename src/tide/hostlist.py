@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 
 class HostlistError(ValueError):
@@ -86,11 +87,11 @@ def compress(names: Iterable[str]) -> str:
     by_affix: dict[tuple[str, str], list[str]] = {}
     plain: list[str] = []
     for name in set(names):
-        m = _NUM_RE.match(name)
-        if not m:
+        parts = _split(name)
+        if parts is None:
             plain.append(name)
             continue
-        prefix, digits, suffix = m.groups()
+        prefix, digits, suffix = parts
         by_affix.setdefault((prefix, suffix), []).append(digits)
     groups: dict[tuple[str, str, int], list[int]] = {}
     for (prefix, suffix), all_digits in by_affix.items():
@@ -121,6 +122,14 @@ def _format_group(prefix: str, suffix: str, width: int, nums: list[int]) -> str:
     return f"{prefix}[{','.join(ranges)}]{suffix}"
 
 
+@lru_cache(maxsize=65536)
+def _split(name: str) -> tuple[str, str, str] | None:
+    """(prefix, digits, suffix) of a name (cached: clusters reuse names)."""
+    m = _NUM_RE.match(name)
+    return None if m is None else (m.group(1), m.group(2), m.group(3))
+
+
+@lru_cache(maxsize=65536)
 def _sort_key(name: str) -> tuple[str, int, str]:
     m = _NUM_RE.match(name)
     if not m:

@@ -1,9 +1,249 @@
-"""`tide sim ...`: the digital twin."""
+"""`tide sim ...`: the digital twin from the command line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tide.config.errors import ConfigError
+from tide.sim.runner import (
+    SCENARIOS,
+    PolicyRun,
+    SimInputs,
+    WorkloadOptions,
+    configure,
+    faults_for,
+    load_inputs,
+    run_policy,
+    write_comparison,
+    write_policy_outputs,
+)
+from tide.sim.workload import WorkloadError
 
 sim_app = typer.Typer(
     help="Digital twin: replay workloads under several policies.", no_args_is_help=True
 )
+console = Console(stderr=True)
+
+Workload = Annotated[
+    str | None,
+    typer.Option(
+        "--workload", "-w", help="An SWF log (.swf/.swf.gz), a tide .jsonl or an openb folder."
+    ),
+]
+Scenario = Annotated[str | None, typer.Option(help=f"A bundled scenario: {', '.join(SCENARIOS)}.")]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option("--cluster", help="tide YAML, or a bundled cluster name (demo, seed004)."),
+]
+SlurmConf = Annotated[
+    str | None,
+    typer.Option(
+        "--slurm-conf", help="slurm.conf, or a folder with slurm.conf, gres.conf, topology.conf."
+    ),
+]
+Out = Annotated[Path, typer.Option("--out", "-o", help="Output folder.")]
+Seed = Annotated[int, typer.Option(help="Seed for generators and fault draws.")]
+Backfill = Annotated[str | None, typer.Option(help="none, easy or conservative.")]
+Order = Annotated[str | None, typer.Option(help="Queue order: priority, fcfs or sjf.")]
+SwfFilter = Annotated[str, typer.Option("--swf-filter", help="strong or none.")]
+Estimates = Annotated[str, typer.Option(help="user (requested times) or exact (run times).")]
+Gpn = Annotated[int, typer.Option("--gpus-per-node", help="SWF processors per node.")]
+BfInterval = Annotated[
+    int | None,
+    typer.Option("--bf-interval", help="Seconds between backfill passes; 0 = at every event."),
+]
+Mtbf = Annotated[float | None, typer.Option(help="Mean time between failures per node (s).")]
+Mttr = Annotated[float, typer.Option(help="Mean time to repair (s).")]
+
+
+def _inputs(
+    workload: str | None,
+    scenario: str | None,
+    cluster: str | None,
+    slurm_conf: str | None,
+    opts: WorkloadOptions,
+) -> SimInputs:
+    try:
+        return load_inputs(workload, scenario, cluster or slurm_conf, opts)
+    except (WorkloadError, ConfigError, ValueError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(1) from None
+
+
+def _run(
+    inputs: SimInputs,
+    policy: str,
+    backfill: str | None,
+    order: str | None,
+    bf_interval: int | None,
+    mtbf: float | None,
+    mttr: float,
+    seed: int,
+) -> PolicyRun:
+    try:
+        cfg = configure(inputs.config, backfill, order, bf_interval)
+    except ValueError as e:
+        console.print(
+            f"[red]error:[/red] {e} (backfill: none|easy|conservative; order: priority|fcfs|sjf)"
+        )
+        raise typer.Exit(1) from None
+    faults = faults_for(inputs, mtbf, mttr, None, seed)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("virtual t={task.fields[t]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"{policy}", total=None, t="0")
+        try:
+            run = run_policy(
+                inputs, policy, cfg, faults, progress=lambda t: bar.update(task, t=f"{t:,.0f}s")
+            )
+        except ValueError as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(1) from None
+    return run
+
+
+def _table(runs: list[PolicyRun]) -> Table:
+    table = Table(title="tide sim: side by side")
+    table.add_column("metric")
+    for r in runs:
+        table.add_column(r.policy, justify="right")
+    rows = [
+        ("jobs completed", "jobs_completed", "{:,.0f}"),
+        ("jobs deadlocked", "jobs_deadlocked", "{:,.0f}"),
+        ("utilization", "utilization", "{:.1%}"),
+        ("effective utilization", "effective_utilization", "{:.1%}"),
+        ("mean wait (s)", "mean_wait", "{:,.0f}"),
+        ("p95 wait (s)", "p95_wait", "{:,.0f}"),
+        ("max wait (s)", "max_wait", "{:,.0f}"),
+        ("mean bounded slowdown", "mean_bsld", "{:,.2f}"),
+        ("fragmentation", "fragmentation", "{:.1%}"),
+        ("held idle GPU-h", "held_idle_gpu_hours", "{:,.1f}"),
+        ("lost GPU-h", "lost_gpu_hours", "{:,.1f}"),
+        ("makespan (s)", "makespan", "{:,.0f}"),
+    ]
+    for label, key, fmt in rows:
+        cells = []
+        for r in runs:
+            v = r.metrics.get(key)
+            cells.append("-" if v is None else fmt.format(v))
+        table.add_row(label, *cells)
+    jain = [r.metrics.get("fairness", {}).get("jain") for r in runs]
+    table.add_row("fairness (Jain)", *["-" if v is None else f"{v:.3f}" for v in jain])
+    return table
+
+
+@sim_app.command("run")
+def run_cmd(
+    policy: Annotated[
+        str, typer.Option(help="k8s-default, volcano, kueue, slurm or tide.")
+    ] = "slurm",
+    workload: Workload = None,
+    scenario: Scenario = None,
+    cluster: ClusterOpt = None,
+    slurm_conf: SlurmConf = None,
+    out: Out = Path("out/sim"),
+    seed: Seed = 0,
+    backfill: Backfill = None,
+    order: Order = None,
+    swf_filter: SwfFilter = "strong",
+    estimates: Estimates = "user",
+    gpus_per_node: Gpn = 1,
+    bf_interval: BfInterval = None,
+    mtbf: Mtbf = None,
+    mttr: Mttr = 3600.0,
+) -> None:
+    """Replay one workload under one policy; writes jobs.csv, metrics.json, report.html.
+
+    Example: tide sim run --policy slurm --workload KTH-SP2-1996-2.swf --backfill easy
+    --order fcfs --out out/kth
+    """
+    opts = WorkloadOptions(swf_filter, estimates, gpus_per_node, seed)
+    inputs = _inputs(workload, scenario, cluster, slurm_conf, opts)
+    run = _run(inputs, policy, backfill, order, bf_interval, mtbf, mttr, seed)
+    write_policy_outputs(out, run)
+    write_comparison(out, inputs, [run])
+    Console().print(_table([run]))
+    console.print(f"wrote {out}/jobs.csv, metrics.json, report.html")
+
+
+@sim_app.command("compare")
+def compare_cmd(
+    policies: Annotated[str, typer.Option(help="Comma-separated policy names.")] = (
+        "k8s-default,volcano,kueue,slurm,tide"
+    ),
+    workload: Workload = None,
+    scenario: Scenario = None,
+    cluster: ClusterOpt = None,
+    slurm_conf: SlurmConf = None,
+    out: Out = Path("out/compare"),
+    seed: Seed = 0,
+    backfill: Backfill = None,
+    order: Order = None,
+    swf_filter: SwfFilter = "strong",
+    estimates: Estimates = "user",
+    gpus_per_node: Gpn = 1,
+    bf_interval: BfInterval = None,
+    mtbf: Mtbf = None,
+    mttr: Mttr = 3600.0,
+) -> None:
+    """Replay one workload under several policies, side by side.
+
+    Writes OUT/<policy>/jobs.csv and metrics.json, OUT/comparison.json and one
+    OUT/report.html with every policy on the same axes.
+
+    Example: tide sim compare --scenario demo --policies slurm,tide,volcano --out out/demo
+    """
+    from tide.sched.policies import POLICY_NAMES
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    unknown = [p for p in names if p not in POLICY_NAMES]
+    if unknown:
+        console.print(
+            f"[red]error:[/red] --policies: unknown {', '.join(unknown)}; "
+            f"available: {', '.join(POLICY_NAMES)}"
+        )
+        raise typer.Exit(1)
+    opts = WorkloadOptions(swf_filter, estimates, gpus_per_node, seed)
+    inputs = _inputs(workload, scenario, cluster, slurm_conf, opts)
+    runs = []
+    for name in names:
+        run = _run(inputs, name, backfill, order, bf_interval, mtbf, mttr, seed)
+        write_policy_outputs(out / name, run)
+        runs.append(run)
+    write_comparison(out, inputs, runs)
+    Console().print(_table(runs))
+    console.print(f"wrote {out}/comparison.json, {out}/report.html and one folder per policy")
+
+
+@sim_app.command("generate")
+def generate_cmd(
+    preset: Annotated[str, typer.Option(help="seed004, demo, month1000 or seed000.")] = "demo",
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")] = Path(
+        "workload.jsonl"
+    ),
+    seed: Seed = 0,
+) -> None:
+    """Generate a synthetic workload (documented model, named presets) as tide JSONL.
+
+    Example: tide sim generate --preset seed004 --seed 1 --out seed004.jsonl
+    """
+    from tide.sim.workload.presets import PRESETS, write_preset
+
+    if preset not in PRESETS:
+        console.print(
+            f"[red]error:[/red] --preset {preset!r}: choose one of {', '.join(sorted(PRESETS))}"
+        )
+        raise typer.Exit(1)
+    count = write_preset(preset, out, seed)
+    console.print(f"wrote {count} jobs to {out}")

@@ -1,0 +1,302 @@
+"""Run the twin: resolve inputs, run policies, write the documented outputs.
+
+I/O lives here and in the CLI, never in the engine or the core.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tide.config.loader import LoadedCluster, bundled_names, resolve_cluster
+from tide.model import AccountTree, Cluster
+from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
+from tide.sched.index import build_index
+from tide.sim.count_driver import CountDriver, NotCountable, count_applicable
+from tide.sim.engine import Engine
+from tide.sim.faults import Fault, draw_faults
+from tide.sim.metrics import JobResult, Sample, compute_metrics
+from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
+from tide.sim.report import RunData, write_report
+from tide.sim.workload import (
+    SimJob,
+    WorkloadError,
+    generate,
+    read_jsonl,
+    read_openb,
+    read_swf,
+)
+from tide.sim.workload.presets import PRESETS
+
+SCENARIOS = ("demo", "seed000", "seed004", "month1000")
+
+
+@dataclass
+class SimInputs:
+    name: str
+    cluster: Cluster
+    config: SchedulerConfig
+    accounts: AccountTree
+    jobs: Callable[[], Iterable[SimJob]]  # a fresh pass over the workload
+    target_shares: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WorkloadOptions:
+    swf_filter: str = "strong"
+    estimates: str = "user"
+    gpus_per_node: int = 1
+    seed: int = 0
+
+
+@dataclass
+class PolicyRun:
+    policy: str
+    results: list[JobResult]
+    samples: list[Sample]
+    capacity_gpus: int
+    metrics: dict[str, Any]
+    driver: str  # "count" or "general"
+
+
+def load_inputs(
+    workload: str | None,
+    scenario: str | None,
+    cluster_spec: str | None,
+    opts: WorkloadOptions,
+) -> SimInputs:
+    """Resolve --scenario / --workload and --cluster / --slurm-conf."""
+    if scenario:
+        return _scenario(scenario, cluster_spec, opts)
+    if not workload:
+        raise WorkloadError(
+            f"give --workload PATH or --scenario NAME (bundled scenarios: {', '.join(SCENARIOS)})"
+        )
+    path = Path(workload)
+    lower = path.name.lower()
+    if lower.endswith((".swf", ".swf.gz")):
+        return _swf(path, cluster_spec, opts)
+    if lower.endswith(".jsonl"):
+        return _jsonl(path, cluster_spec)
+    if path.is_dir() or lower.endswith(".csv"):
+        return _openb(path, cluster_spec)
+    raise WorkloadError(
+        f"--workload {workload!r}: use a .swf/.swf.gz log, a tide .jsonl file, "
+        "or an Alibaba openb folder/pod CSV"
+    )
+
+
+def _cluster(spec: str | None, default: str | None) -> LoadedCluster | None:
+    name = spec or default
+    return resolve_cluster(name) if name else None
+
+
+def _scenario(name: str, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
+    from importlib import resources
+
+    bundled = resources.files("tide").joinpath("data", "scenarios", f"{name}.jsonl")
+    if bundled.is_file():
+        with resources.as_file(bundled) as p:
+            return _jsonl(Path(p), cluster_spec, name)
+    if name in PRESETS:
+        cluster_name, jobs = generate(name, opts.seed)
+        loaded = _cluster(cluster_spec, cluster_name if isinstance(cluster_name, str) else None)
+        if loaded is None:
+            assert isinstance(cluster_name, Cluster)
+            return SimInputs(name, cluster_name, SchedulerConfig(), AccountTree(), lambda: jobs)
+        return _inputs(name, loaded, lambda: jobs)
+    raise WorkloadError(f"--scenario {name!r}: unknown; choose one of {', '.join(SCENARIOS)}")
+
+
+def _inputs(
+    name: str,
+    loaded: LoadedCluster,
+    jobs: Callable[[], Iterable[SimJob]],
+    shares: dict[str, float] | None = None,
+) -> SimInputs:
+    return SimInputs(
+        name,
+        loaded.cluster,
+        loaded.config,
+        loaded.accounts,
+        jobs,
+        shares or _tree_shares(loaded.accounts),
+        list(loaded.warnings),
+    )
+
+
+def _tree_shares(accounts: AccountTree) -> dict[str, float] | None:
+    top = [a for a in accounts.accounts.values() if a.parent == "root" and a.name != "root"]
+    shares = {a.name: float(max(0, a.fairshare)) for a in top}
+    return shares if sum(shares.values()) > 0 else None
+
+
+def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
+    wl = read_swf(
+        path,
+        filter=opts.swf_filter,
+        estimates=opts.estimates,  # type: ignore[arg-type]
+        gpus_per_node=opts.gpus_per_node,
+    )
+    loaded = _cluster(cluster_spec, None)
+    if loaded is not None:
+        return _inputs(path.name, loaded, lambda: wl)
+    cluster = wl.info.flat_cluster(opts.gpus_per_node)  # type: ignore[attr-defined]
+    return SimInputs(path.name, cluster, SchedulerConfig(), AccountTree(), lambda: wl)
+
+
+def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> SimInputs:
+    wl = read_jsonl(path)
+    meta = wl.info.meta or {}
+    loaded = _cluster(cluster_spec, meta.get("cluster"))
+    if loaded is None:
+        raise WorkloadError(
+            f"{path}: no cluster; pass --cluster FILE, --slurm-conf PATH or one "
+            f"of the bundled clusters ({', '.join(bundled_names())})"
+        )
+    return _inputs(name or path.name, loaded, lambda: wl, _parse_shares(meta.get("shares")))
+
+
+def _parse_shares(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    out = {}
+    for item in text.split(","):
+        k, _, v = item.partition("=")
+        out[k.strip()] = float(v)
+    return out
+
+
+def _openb(path: Path, cluster_spec: str | None) -> SimInputs:
+    from tide.sim.workload import openb_cluster
+
+    folder = path if path.is_dir() else path.parent
+    pods = path if path.is_file() else folder / "openb_pod_list_default.csv"
+    wl = read_openb(pods)
+    loaded = _cluster(cluster_spec, None)
+    if loaded is not None:
+        return _inputs(path.name, loaded, lambda: wl)
+    cluster = openb_cluster(folder / "openb_node_list_gpu_node.csv")
+    return SimInputs(path.name, cluster, SchedulerConfig(), AccountTree(), lambda: wl)
+
+
+def configure(
+    base: SchedulerConfig, backfill: str | None, order: str | None, bf_interval: int | None
+) -> SchedulerConfig:
+    cfg = copy.deepcopy(base)
+    if backfill:
+        cfg.backfill = BackfillMode(backfill)
+    if order:
+        cfg.order = QueueOrder(order)
+    if bf_interval is not None:
+        cfg.bf_interval = bf_interval
+    return cfg
+
+
+def run_policy(
+    inputs: SimInputs,
+    policy: str,
+    config: SchedulerConfig,
+    faults: list[Fault] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> PolicyRun:
+    cluster = copy.deepcopy(inputs.cluster)
+    ix = build_index(cluster)
+    has_limits = any(not a.limits.is_empty() for a in inputs.accounts.accounts.values())
+    if policy == "slurm" and not faults and count_applicable(ix, config, has_limits):
+        part = cluster.default_partition()
+        driver = CountDriver(ix, config, part.name if part else "")
+        try:
+            driver.run(inputs.jobs())
+            results = [driver.results[k] for k in sorted(driver.results)]
+            _fill_nodelists(ix.names, driver, results)
+            return _finish(
+                inputs,
+                policy,
+                results,
+                driver.samples,
+                int(ix.gpus.sum()),
+                "count",
+                driver.account_seconds,
+            )
+        except NotCountable:
+            pass
+    engine = Engine(
+        cluster, config, policy, inputs.accounts, faults or [], index=ix, progress=progress
+    )
+    out = engine.run(inputs.jobs())
+    return _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None)
+
+
+def _fill_nodelists(names: list[str], driver: CountDriver, results: list[JobResult]) -> None:
+    from tide.hostlist import compress
+
+    gpn = driver.gpn
+    for r in results:
+        ids = driver.nodes_of.get(r.job_id)
+        if ids:
+            r.nodelist = compress(names[i] for i in ids)
+            if gpn:
+                rng = "0" if gpn == 1 else f"0-{gpn - 1}"
+                r.gpu_index = ";".join(f"{names[i]}:{rng}" for i in ids)
+
+
+def _finish(
+    inputs: SimInputs,
+    policy: str,
+    results: list[JobResult],
+    samples: list[Sample],
+    capacity: int,
+    driver: str,
+    account_seconds: Mapping[str, float] | None,
+) -> PolicyRun:
+    metrics = compute_metrics(
+        results, capacity, samples, inputs.target_shares, account_gpu_seconds=account_seconds
+    )
+    metrics["policy"] = policy
+    return PolicyRun(policy, results, samples, capacity, metrics, driver)
+
+
+def faults_for(
+    inputs: SimInputs, mtbf: float | None, mttr: float, horizon: float | None, seed: int
+) -> list[Fault]:
+    if not mtbf:
+        return []
+    end = horizon or 30 * 86400.0
+    return draw_faults([n.name for n in inputs.cluster.nodes], end, mtbf, mttr, seed)
+
+
+def write_policy_outputs(out: Path, run: PolicyRun) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_jobs_csv(out / "jobs.csv", run.results)
+    write_metrics_json(out / "metrics.json", run.metrics)
+
+
+def write_comparison(out: Path, inputs: SimInputs, runs: list[PolicyRun]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"scenario": inputs.name, "policies": {r.policy: r.metrics for r in runs}}
+    (out / "comparison.json").write_text(metrics_json(data), encoding="utf-8")
+    write_report(
+        out / "report.html",
+        {
+            r.policy: RunData(
+                results=r.results,
+                capacity_gpus=r.capacity_gpus,
+                timeline=r.samples,
+                metrics=r.metrics,
+                target_shares=inputs.target_shares,
+                cluster=inputs.cluster,
+            )
+            for r in runs
+        },
+        title=f"tide twin: {inputs.name}",
+    )
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True)
