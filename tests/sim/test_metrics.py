@@ -164,3 +164,18 @@ def test_engine_account_integrals_override_the_timeline() -> None:
     f = compute_metrics(_mini(), 8, TIMELINE, {"x": 1, "y": 1}, account_gpu_seconds=exact)
     assert f["fairness"]["accounts"]["x"]["achieved"] == pytest.approx(0.25)
     assert f["fairness"]["accounts"]["y"]["achieved"] == pytest.approx(0.75)
+
+
+def test_window_extends_to_the_last_sample() -> None:
+    """Two deadlocked gangs hold 8 GPUs each until the engine stops at 7200 s."""
+    recs = [
+        JobResult(1, account="a", gpus=16, nodes=2, submit=0, held_idle_gpu_seconds=8 * 7200,
+                  deadlocked=True),
+        JobResult(2, account="b", gpus=16, nodes=2, submit=0, held_idle_gpu_seconds=8 * 7200,
+                  deadlocked=True),
+    ]  # fmt: skip
+    tl = [Sample(0, 16, 0, 2, {"a": 8, "b": 8}), Sample(7200, 16, 0, 2, {"a": 8, "b": 8})]
+    m = compute_metrics(recs, 16, tl)
+    assert m["makespan"] == 7200 and m["utilization"] == 1.0
+    assert m["effective_utilization"] == 0.0 and m["held_idle_gpu_hours"] == 32
+    assert m["jobs_deadlocked"] == 2 and m["mean_wait"] is None

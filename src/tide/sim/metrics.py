@@ -131,7 +131,9 @@ def compute_metrics(
     started = [j for j in jobs if j.start is not None]
     done = [j for j in started if j.end is not None]
     t0 = min((j.submit for j in jobs), default=0.0)
-    t1 = max([j.end for j in done if j.end is not None] or [samples[-1].t if samples else t0])
+    # the window ends at the last end, or later if the engine sampled later (it writes a
+    # sample when it stops, e.g. with deadlocked gangs still holding GPUs)
+    t1 = max([j.end for j in done if j.end is not None] + [samples[-1].t if samples else t0])
     span = max(0.0, t1 - t0)
     area = capacity_gpus * span
     held = sum(j.held_idle_gpu_seconds for j in jobs)

@@ -129,7 +129,8 @@ class Chart:
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
         return (
             f'<path d="{" ".join(parts)}" fill="none" stroke="{s.color}" '
-            f'stroke-width="{s.width}"{dash}><title>{escape(s.label)}</title></path>'
+            f'stroke-width="{s.width}" stroke-opacity="0.85"{dash}>'
+            f"<title>{escape(s.label)}</title></path>"
         )
 
     def svg(self) -> str:
@@ -166,9 +167,14 @@ def heat_strip(title: str, rows: Sequence[str], matrix: Sequence[Sequence[float]
         if cell_h >= 9 or r % max(1, 10 // cell_h) == 0:
             out.append(f'<text x="{left - 4}" y="{y + cell_h - 2}" text-anchor="end" {FONT}>'
                        f"{escape(label)}</text>")  # fmt: skip
-        for c, v in enumerate(row):
-            out.append(f'<rect x="{left + c * cw:.2f}" y="{y}" width="{cw + 0.3:.2f}" '
-                       f'height="{cell_h}" fill="{heat_color(v)}"/>')  # fmt: skip
+        c = 0
+        while c < len(row):  # one rect per run of equal colours: smaller, no seams
+            color, start = heat_color(row[c]), c
+            while c < len(row) and heat_color(row[c]) == color:
+                c += 1
+            x, w = left + start * cw, (c - start) * cw
+            out.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{cell_h}" '
+                       f'fill="{color}"/>')  # fmt: skip
     axis = Chart("", xlabel, "", x0, x1, 0, 1, width=width, margin=(0, 10, 0, left))
     for t in nice_ticks(x0, x1, 10):
         x = axis._x(t)
@@ -178,7 +184,8 @@ def heat_strip(title: str, rows: Sequence[str], matrix: Sequence[Sequence[float]
     out.append(f'<text x="{left + (width - left) / 2:.0f}" y="{h - 4}" text-anchor="middle" '
                f"{FONT}>{escape(xlabel)}</text>")  # fmt: skip
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {h}" '
-            f'width="{width}" height="{h}">' + "".join(out) + "</svg>")  # fmt: skip
+            f'width="{width}" height="{h}" shape-rendering="crispEdges">'
+            + "".join(out) + "</svg>")  # fmt: skip
 
 
 def legend(items: Sequence[tuple[str, str]], dashed: Sequence[tuple[str, str]] = ()) -> str:
