@@ -165,3 +165,15 @@ def test_local_node_with_fake_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     node = local_node("box")
     assert (node.name, node.cpus, node.sockets, node.gpu_count) == ("box", 8, 2, 4)
     assert node.features == ("a100-sxm4-80gb",) and node.links[0][1] == 5
+
+
+def test_pcie_only_gives_zero_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml()
+
+    def no_nvlink(h: int, link: int) -> int:
+        raise fake.NVMLError("Not Supported")
+
+    fake.nvmlDeviceGetNvLinkState = no_nvlink  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    found, _ = detect_gpus(CPU)
+    assert found is not None and found.links == [[0] * 4 for _ in range(4)]

@@ -150,3 +150,10 @@ def test_topology_errors(text: str, message: str) -> None:
     with pytest.raises(ConfigError) as e:
         parse_topology_conf(text, conf.nodes, "topology/tree", Warnings())
     assert message in str(e.value)
+
+
+def test_type_mismatch_warns() -> None:
+    c = with_gres("NodeName=n[1-2] Name=gpu Type=v100 File=/dev/nvidia[0-3]\n")
+    assert [g.type for g in c.nodes[0].gpus] == ["v100"] * 4
+    assert list(c.warnings) == ["gres.conf: n[1-2]: GPU types differ: slurm.conf "
+                                "Gres=gpu:a100:4, gres.conf gpu:v100:4"]

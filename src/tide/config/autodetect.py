@@ -163,7 +163,6 @@ def _nvlinks(nv: Any, handles: list[Any]) -> list[list[int]]:
             continue
     links = [[0] * n for _ in range(n)]
     to_switch = [0] * n
-    any_link = False
     for i, h in enumerate(handles):
         for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
             try:
@@ -172,7 +171,6 @@ def _nvlinks(nv: Any, handles: list[Any]) -> list[list[int]]:
                 remote = _bus(nv.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId)
             except Exception:  # link index not present on this device
                 continue
-            any_link = True
             j = bus.get(remote)
             if j is None:
                 to_switch[i] += 1
@@ -182,7 +180,7 @@ def _nvlinks(nv: Any, handles: list[Any]) -> list[list[int]]:
         for j in range(n):
             if i != j and to_switch[i] and to_switch[j]:
                 links[i][j] += min(to_switch[i], to_switch[j])
-    return links if any_link else []
+    return links  # all zeros when NVML sees no NVLink: PCIe only
 
 
 def local_node(name: str | None = None, notes: list[str] | None = None) -> Node:

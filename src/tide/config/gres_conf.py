@@ -73,16 +73,14 @@ def apply_gres_lines(lines: list[ConfLine], nodes: list[Node], gres: dict[str, G
     for gl in parsed:
         for node in _targets(gl, nodes, gres):
             devices.setdefault(node.name, []).extend(_devices(gl, devices.get(node.name, [])))
-    mismatch: dict[tuple[int, int], list[str]] = {}
+    mismatch: dict[str, list[str]] = {}  # problem -> nodes, reported once per problem
     for node in nodes:
         devs = devices.get(node.name)
         if devs:
             _apply_node(node, devs, gres.get(node.name, GresDecl()), warn, mismatch)
-    for (conf, found), names in mismatch.items():
-        what = "drained, as Slurm does" if found < conf else "extra devices ignored"
+    for problem, names in mismatch.items():
         warn.add(lines[0].loc.file if lines else "gres.conf", None,
-                 f"{compress(names)}: slurm.conf Gres has {conf} GPUs but gres.conf "
-                 f"describes {found} ({what})")
+                 f"{compress(names)}: {problem}")
     missing = [n.name for n in nodes if n.gpus and n.name not in devices]
     if missing and (autodetect or parsed):
         why = "AutoDetect finds them at run time" if autodetect else "no gres.conf line matches"
@@ -198,7 +196,7 @@ def _next_index(*lists: list[Device]) -> int:
 
 
 def _apply_node(node: Node, devs: list[Device], decl: GresDecl, warn: Warnings,
-                mismatch: dict[tuple[int, int], list[str]]) -> None:
+                mismatch: dict[str, list[str]]) -> None:
     seen: dict[int, Device] = {}
     for d in devs:
         if d.index in seen:
@@ -209,15 +207,32 @@ def _apply_node(node: Node, devs: list[Device], decl: GresDecl, warn: Warnings,
     matrix = _matrix(node, ordered)
     conf = decl.count
     if conf != len(ordered):
-        mismatch.setdefault((conf, len(ordered)), []).append(node.name)
+        what = "drained, as Slurm does" if len(ordered) < conf else "extra devices ignored"
+        mismatch.setdefault(f"slurm.conf Gres has {conf} GPUs but gres.conf describes "
+                            f"{len(ordered)} ({what})", []).append(node.name)
     keep = ordered[:conf]
     only_type = decl.gpus[0][0] if len({t for t, _ in decl.gpus}) == 1 and decl.gpus else ""
     node.gpus = [Gpu(index=d.index, type=d.type or only_type, socket=_socket(node, d.cores),
                      cores=d.cores, file=d.file) for d in keep]
+    declared, found = _type_counts(decl.gpus), _type_counts([(g.type, 1) for g in node.gpus])
+    if conf == len(ordered) and any(t for t, _ in decl.gpus) and declared != found:
+        mismatch.setdefault(f"GPU types differ: slurm.conf Gres={_gres_text(declared)}, "
+                            f"gres.conf {_gres_text(found)}", []).append(node.name)
     node.links = [row[: len(keep)] for row in matrix[: len(keep)]] if matrix else []
     if len(ordered) < conf:
         node.state = NodeState.DRAIN
         node.reason = "gres/gpu count reported lower than configured"
+
+
+def _type_counts(pairs: list[tuple[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t, c in pairs:
+        out[t] = out.get(t, 0) + c
+    return out
+
+
+def _gres_text(counts: dict[str, int]) -> str:
+    return ",".join(f"gpu:{t}:{c}" if t else f"gpu:{c}" for t, c in sorted(counts.items()))
 
 
 def _socket(node: Node, cores: tuple[int, ...]) -> int | None:
