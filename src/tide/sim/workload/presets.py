@@ -61,7 +61,7 @@ def seed004() -> GeneratorModel:
 
 
 def demo() -> GeneratorModel:
-    cap = DAY
+    cap = 12 * HOUR  # the demo cluster's tightest MaxWall (account students)
     est = Estimates(p_exact=0.1, p_max=0.2, factor=Dist("lognormal", 2.0, 0.7), cap=cap)
     dev = ((1, 0.5), (2, 0.25), (4, 0.25))
     dev_d = Dist("lognormal", 900, 1.0, lo=30, hi=4 * HOUR)
