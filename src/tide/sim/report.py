@@ -195,7 +195,7 @@ def _util_queue(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) ->
             Series(r.name, r.color, mids, (100 * step_bins(ts, alloc, edges) / cap).tolist())
         )
         queue.append(Series(r.name, r.color, mids, step_bins(ts, q, edges).tolist()))
-    qmax = max([max(s.ys, default=0) or 0 for s in queue] + [1]) * 1.05
+    qmax = max([y for s in queue for y in s.ys if y is not None] + [1.0]) * 1.05
     a = Chart("Allocated GPUs", f"time ({uname})", "% of GPUs", x0, x1, 0, 100, width=540,
               series=util)  # fmt: skip
     b = Chart("Queue length (bin average)", f"time ({uname})", "pending jobs", x0, x1, 0, qmax,
@@ -219,7 +219,9 @@ def _cdf_points(
 
 
 def _wait_cdf(runs: list[_Run]) -> str:
-    waits = {r.name: {c: [] for c, _, _ in SIZE_CLASSES} for r in runs}
+    waits: dict[str, dict[str, list[float]]] = {
+        r.name: {c: [] for c, _, _ in SIZE_CLASSES} for r in runs
+    }
     totals = {r.name: dict.fromkeys(waits[r.name], 0) for r in runs}
     for r in runs:
         for j in r.data.results:

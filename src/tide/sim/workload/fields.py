@@ -34,9 +34,12 @@ def slurm_time(value: Any) -> int | None:
     m = _TIME_RE.match(text)
     if not m:
         raise ValueError(f"{value!r} is not a time; {_TIME_HELP}")
-    days, a, b, c = (int(x) if x is not None else None for x in m.groups())
-    if days is not None:  # D-HH, D-HH:MM, D-HH:MM:SS
-        return days * 86400 + a * 3600 + (b or 0) * 60 + (c or 0)
+    days, first, second, third = m.groups()
+    a = int(first)
+    b = int(second) if second else None
+    c = int(third) if third else None
+    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
+        return int(days) * 86400 + a * 3600 + (b or 0) * 60 + (c or 0)
     if c is not None:  # HH:MM:SS
         return a * 3600 + (b or 0) * 60 + c
     if b is not None:  # MM:SS

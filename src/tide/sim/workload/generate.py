@@ -64,11 +64,9 @@ def _draw(s: Stream, horizon: float, rng: np.random.Generator) -> _Drawn:
                   switches.tolist())  # fmt: skip
 
 
-def _shape(gpus: int, gpn: int) -> dict[str, int]:
-    if gpus <= gpn:
-        return {"nodes_min": 1, "nodes_max": 1, "gpus_per_node": gpus}
-    nodes = gpus // gpn
-    return {"nodes_min": nodes, "nodes_max": nodes, "gpus_per_node": gpn}
+def _shape(gpus: int, gpn: int) -> tuple[int, int]:
+    """(nodes, GPUs per node): one node up to a node's worth, else whole nodes."""
+    return (1, gpus) if gpus <= gpn else (gpus // gpn, gpn)
 
 
 def _stream_job(d: _Drawn, i: int, jid: int, gpn: int) -> SimJob:
@@ -76,11 +74,12 @@ def _stream_job(d: _Drawn, i: int, jid: int, gpn: int) -> SimJob:
     account = s.accounts[d.account[i]][0]
     gpus = d.gpus[i]
     sw = gpus > gpn and d.switches[i]
+    nodes, per_node = _shape(gpus, gpn)
     req = JobRequest(
         name=s.name, time_limit=d.limit[i], account=account, qos=s.qos,
         partitions=(s.partition,) if s.partition else (),
         switches=1 if sw else None, switches_wait=s.switches_wait if sw else None,
-        **_shape(gpus, gpn),
+        nodes_min=nodes, nodes_max=nodes, gpus_per_node=per_node,
     )  # fmt: skip
     return SimJob(
         id=jid, submit=d.submit[i], duration=d.duration[i], request=req,
@@ -120,8 +119,10 @@ def generate_iter(model: GeneratorModel, seed: int) -> Iterator[SimJob]:
 
 def _fixed_job(model: GeneratorModel, i: int, jid: int) -> SimJob:
     f = model.fixed[i]
+    nodes, per_node = _shape(f.gpus, model.gpus_per_node)
     req = JobRequest(name=f.name, time_limit=f.time_limit, account=f.account,
-                     switches=f.switches, **_shape(f.gpus, model.gpus_per_node))  # fmt: skip
+                     switches=f.switches, nodes_min=nodes, nodes_max=nodes,
+                     gpus_per_node=per_node)  # fmt: skip
     return SimJob(id=jid, submit=float(f.submit), duration=float(f.duration), request=req,
                   user=f.user, account=f.account, name=f.name)  # fmt: skip
 

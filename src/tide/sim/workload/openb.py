@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +39,7 @@ POD_COLUMNS = (
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 
 
-def _check_columns(path: Path, header: list[str] | None, want: tuple[str, ...]) -> None:
+def _check_columns(path: Path, header: Sequence[str] | None, want: tuple[str, ...]) -> None:
     missing = [c for c in want if c not in (header or [])]
     if missing:
         raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}; is it an openb CSV?")
