@@ -192,6 +192,7 @@ class Supervisor:
             err.write(notice.encode())
             err.flush()
         argv = [str(script)] if spec.script.startswith("#!") else ["/bin/sh", str(script)]
+        argv += list(spec.script_args)  # `sbatch job.sh A B`: $1=A $2=B
         cores = spec.nodes[0].cores
 
         def prepare() -> None:
