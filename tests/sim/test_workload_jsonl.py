@@ -92,6 +92,13 @@ def test_errors_name_line_and_field(tmp_path: Path, line: object, match: str | N
         read_jsonl(p).jobs()
 
 
+def test_ids_must_be_unique(tmp_path: Path) -> None:
+    p = _write(tmp_path, {"id": 5, "submit": 0, "duration": 1}, {"submit": 1, "duration": 1},
+               {"id": 2, "submit": 2, "duration": 1})  # fmt: skip
+    with pytest.raises(WorkloadError, match=r":3: field 'id': 2 is already used on line 2"):
+        read_jsonl(p).jobs()
+
+
 def test_submit_must_not_decrease(tmp_path: Path) -> None:
     p = _write(tmp_path, {"submit": 10, "duration": 1}, {"submit": 5, "duration": 1})
     with pytest.raises(WorkloadError, match=r":2: field 'submit': 5 is earlier.*sort the file"):

@@ -180,6 +180,7 @@ def read_header(path: Path) -> dict[str, str]:
 
 def _jobs(path: Path, info: WorkloadInfo) -> Iterator[SimJob]:
     last = -math.inf
+    seen: dict[int, int] = {}  # id -> line: the engine keys jobs by id
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             s = line.strip()
@@ -197,6 +198,10 @@ def _jobs(path: Path, info: WorkloadInfo) -> Iterator[SimJob]:
                 raise _fail(where, "submit", f"{job.submit:g} is earlier than the line before "
                             f"({last:g}); sort the file by submit")  # fmt: skip
             last = job.submit
+            if job.id in seen:
+                raise _fail(where, "id", f"{job.id} is already used on line {seen[job.id]}; "
+                            "ids must be unique")  # fmt: skip
+            seen[job.id] = lineno
             yield job
 
 
