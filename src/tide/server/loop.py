@@ -74,6 +74,7 @@ class SchedulingLoop:
         self._usage_saved = time.time()
         self._dirty = True
         self._last_probe = 0.0
+        self._last_duration = 0.0
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
 
     def start(self) -> None:
@@ -104,7 +105,11 @@ class SchedulingLoop:
                     self._last_probe = now
                     lifecycle.probe_phases(self.ctl)
                 due_bf = now - self._last_bf >= self.ctl.config.bf_interval
-                if (self._dirty or due_bf) and now - self._last_cycle >= s.min_interval:
+                # at least min_interval between passes, and twice the last pass's
+                # length: a long pass (a huge queue) never takes more than a third
+                # of the process from the API
+                gap = max(s.min_interval, 2.0 * self._last_duration)
+                if (self._dirty or due_bf) and now - self._last_cycle >= gap:
                     self._dirty = False
                     self.cycle(backfill=due_bf or self.stats.cycles == 0)
             except Exception as e:  # the loop must survive anything one pass does
@@ -129,6 +134,7 @@ class SchedulingLoop:
             t2 = time.perf_counter()
             started = self._apply(loaded, decisions, now)
             t3 = time.perf_counter()
+            self._last_duration = t3 - t0
             st = self.stats
             st.cycles += 1
             st.backfill_cycles += int(backfill)

@@ -22,6 +22,13 @@ class SubmitBody(BaseModel):
     user: str = Field("", description="operators only: submit as this user")
 
 
+class BatchBody(BaseModel):
+    """Many submissions in one request (a workflow tool, a sweep): each is checked
+    on its own; the good ones are stored in one transaction."""
+
+    jobs: list[SubmitBody] = Field(..., min_length=1, max_length=10_000)
+
+
 class UpdateBody(BaseModel):
     time_limit: int | None = Field(None, description="seconds")
     priority: int | None = Field(None, description="operators: fixed priority (0 holds)")

@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from tide.server import views
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
-from tide.server.errors import bad_request
-from tide.server.schemas import NotifyBody, SubmitBody, UpdateBody
+from tide.server.errors import ApiError, bad_request
+from tide.server.schemas import BatchBody, NotifyBody, SubmitBody, UpdateBody
 from tide.server.services import jobs as svc
 from tide.server.services import submit as submitting
 from tide.store.jobs import ACTIVE, JobFilter
@@ -33,6 +33,26 @@ async def submit(body: SubmitBody, request: Request, p: Who) -> dict[str, Any]:
         out["array_job_id"] = first["array_job_id"]
         out["job_ids"] = [f"{first['array_job_id']}_{r['array_task_id']}" for r in prepared.rows]
     return out
+
+
+@router.post("/batch", status_code=201, summary="Submit many jobs in one request")
+async def submit_batch(body: BatchBody, request: Request, p: Who) -> dict[str, Any]:
+    """Each item is a submission as for POST /v1/jobs; the answer lists, in order,
+    {"job_id": ...} or {"error", "field", "fix"} (a bad item stores nothing)."""
+    ctl = ctl_of(request)
+    results: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for item in body.jobs:
+        try:
+            prepared = submitting.prepare(ctl, p, item)
+        except ApiError as e:
+            results.append(e.body())
+            continue
+        rows += prepared.rows
+        results.append({"job_id": prepared.job_ids[0], "warnings": prepared.warnings})
+    if rows:
+        await asyncio.wrap_future(ctl.writer.submit(rows))
+    return {"results": results, "submitted": sum("job_id" in r for r in results)}
 
 
 def _csv(values: list[str] | None) -> tuple[str, ...]:

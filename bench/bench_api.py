@@ -1,0 +1,219 @@
+"""REST benchmarks of the tide server (figures for docs/server.md).
+
+1. Sustained submission rate: C concurrent clients POST /v1/jobs (one job per
+   request, an sbatch script with #SBATCH lines) for D seconds against a real
+   server on SQLite. Target >= 1,000 jobs/s (Slurm documents 500/s).
+2. `tide queue` on a 100,000-job queue: wall time of the CLI process, and of
+   the API call alone. Target < 1 s.
+3. The API during a scheduling pass over that queue: ping latency while the
+   loop runs a full backfill pass.
+
+Usage: .venv/bin/python bench/bench_api.py [--seconds 10] [--clients 64] [--queue 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "server"))
+from serverproc import ServerProc  # noqa: E402
+
+SCRIPT = """#!/bin/bash
+#SBATCH -J bench
+#SBATCH -N 1
+#SBATCH --gpus-per-node=1
+#SBATCH --time=10:00
+#SBATCH --begin=now+1hour
+srun python train.py
+"""
+
+
+async def _worker(
+    url: str, token: str, stop_at: float, counts: list[int], lat: list[float]
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    body = {"script": SCRIPT, "argv": [], "cwd": "/tmp", "env": {"PATH": "/usr/bin:/bin"}}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as c:
+        while time.perf_counter() < stop_at:
+            t0 = time.perf_counter()
+            r = await c.post("/v1/jobs", json=body)
+            lat.append(time.perf_counter() - t0)
+            if r.status_code != 201:
+                raise RuntimeError(r.text)
+            counts[0] += 1
+
+
+def _client_proc(url: str, token: str, clients: int, seconds: float, q: mp.Queue) -> None:
+    counts = [0]
+    lat: list[float] = []
+    stop_at = time.perf_counter() + seconds
+
+    async def main() -> None:
+        await asyncio.gather(*(_worker(url, token, stop_at, counts, lat) for _ in range(clients)))
+
+    asyncio.run(main())
+    q.put((counts[0], lat))
+
+
+def bench_submit(srv: ServerProc, clients: int, seconds: float, procs: int) -> dict[str, float]:
+    q: mp.Queue = mp.Queue()
+    ps = [
+        mp.Process(
+            target=_client_proc, args=(srv.url, srv.admin_token, clients // procs, seconds, q)
+        )
+        for _ in range(procs)
+    ]
+    t0 = time.perf_counter()
+    for p in ps:
+        p.start()
+    results = [q.get() for _ in ps]
+    for p in ps:
+        p.join()
+    wall = time.perf_counter() - t0
+    total = sum(n for n, _ in results)
+    lat = sorted(x for _, ls in results for x in ls)
+    return {
+        "jobs": total,
+        "seconds": wall,
+        "jobs_per_s": total / seconds,
+        "p50_ms": 1000 * lat[len(lat) // 2],
+        "p99_ms": 1000 * lat[int(len(lat) * 0.99)],
+    }
+
+
+def fill_queue(srv: ServerProc, n: int) -> None:
+    """Put n pending jobs straight into the store (setup, not the measured path)."""
+    from tide.model import JobRequest
+    from tide.store import codec, db
+    from tide.store import jobs as jobrepo
+
+    engine, sessions = db.open_store(f"sqlite:///{srv.data_dir / 'tide.db'}")
+    with sessions() as s:
+        start = jobrepo.max_job_id(s) + 1
+    req = codec.request_json(
+        JobRequest(
+            name="fill",
+            gpus_per_node=8,
+            nodes_min=1,
+            time_limit=3600,
+            partitions=("gpu",),
+            account="root",
+            qos="normal",
+            begin=time.time() + 86400,
+        )
+    )
+    now = time.time()
+    for lo in range(0, n, 20000):
+        rows = [
+            {
+                "id": start + i,
+                "name": "fill",
+                "user": "root",
+                "account": "root",
+                "partition": "gpu",
+                "qos": "normal",
+                "state": "PENDING",
+                "request": req,
+                "submit_time": now,
+                "time_limit": 3600,
+                "gpus_req": 8,
+            }
+            for i in range(lo, min(n, lo + 20000))
+        ]
+        with sessions.begin() as s:
+            jobrepo.insert_jobs(s, rows)
+    engine.dispose()
+
+
+def bench_queue(srv: ServerProc) -> dict[str, float]:
+    env = {**os.environ, "TIDE_URL": srv.url, "TIDE_TOKEN": srv.admin_token}
+    h = {"Authorization": f"Bearer {srv.admin_token}"}
+    api = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r = httpx.get(srv.url + "/v1/jobs", params={"format": "columns"}, headers=h, timeout=60)
+        api.append(time.perf_counter() - t0)
+        rows = len(r.json()["rows"])
+    cli = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "tide.cli.main", "queue"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        cli.append(time.perf_counter() - t0)
+    return {
+        "rows": rows,
+        "api_s": min(api),
+        "cli_s": min(cli),
+        "cli_median_s": statistics.median(cli),
+    }
+
+
+def bench_pass_latency(srv: ServerProc, seconds: float = 10.0) -> dict[str, float]:
+    """Ping latency while the loop works through the big queue."""
+    h = {"Authorization": f"Bearer {srv.admin_token}"}
+    lat = []
+    stop = time.perf_counter() + seconds
+    with httpx.Client(base_url=srv.url, headers=h, timeout=60) as c:
+        cycles0 = c.get("/v1/cluster").json()["loop"]["cycles"]
+        while time.perf_counter() < stop:
+            t0 = time.perf_counter()
+            c.get("/v1/whoami")
+            lat.append(time.perf_counter() - t0)
+            time.sleep(0.01)
+        loop = c.get("/v1/cluster").json()["loop"]
+    lat.sort()
+    return {
+        "pings": len(lat),
+        "p50_ms": 1000 * lat[len(lat) // 2],
+        "p99_ms": 1000 * lat[int(len(lat) * 0.99)],
+        "max_ms": 1000 * lat[-1],
+        "cycles_during": loop["cycles"] - cycles0,
+        "last_pass_load_s": loop["last_load_s"],
+        "last_pass_process_s": loop["last_process_s"],
+        "last_pass_apply_s": loop["last_apply_s"],
+        "pending": loop["last_pending"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--procs", type=int, default=2, help="client processes")
+    ap.add_argument("--queue", type=int, default=100_000)
+    ap.add_argument("--skip-queue", action="store_true")
+    args = ap.parse_args()
+    out: dict[str, object] = {"cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        srv = ServerProc(Path(tmp) / "data", ["--demo", "--executor", "none"]).start()
+        try:
+            out["submit"] = bench_submit(srv, args.clients, args.seconds, args.procs)
+            print(json.dumps(out, indent=1), flush=True)
+            if not args.skip_queue:
+                fill_queue(srv, max(0, args.queue - out["submit"]["jobs"]))  # type: ignore[index]
+                out["queue"] = bench_queue(srv)
+                out["during_pass"] = bench_pass_latency(srv)
+        finally:
+            srv.stop()
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
