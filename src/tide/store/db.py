@@ -68,7 +68,8 @@ def alembic_config(engine: Engine) -> Any:
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    url = engine.url.render_as_string(hide_password=False)
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))  # ConfigParser escaping
     cfg.attributes["engine"] = engine
     return cfg
 

@@ -1,0 +1,68 @@
+"""State survives a controller restart (jobs keep running under their
+supervisors); the same server runs on PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import _PG
+from serverproc import DATA, ServerProc, job, submit, wait_state
+
+pytestmark = pytest.mark.slow
+TINY = ["--cluster", str(DATA / "tiny.yaml"), "--kill-wait", "2", "--bf-interval", "1"]
+
+
+def test_restart_keeps_queue_tokens_and_running_jobs(tmp_path: Path) -> None:
+    srv = ServerProc(tmp_path / "data", TINY).start()
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        with srv.client() as c:
+            running = submit(c, "#!/bin/bash\nsleep 4\necho done\n", work).json()["job_id"]
+            held = submit(c, "#!/bin/bash\ntrue\n", work, ["--hold"]).json()["job_id"]
+            wait_state(c, running, {"RUNNING"})
+        token = srv.admin_token
+    finally:
+        srv.stop()
+    srv2 = ServerProc(tmp_path / "data", TINY).start()
+    try:
+        assert srv2.admin_token == token  # the same token still works
+        with srv2.client() as c:
+            assert job(c, held)["state"] == "PENDING" and job(c, held)["held"] == "user"
+            j = wait_state(c, running, {"COMPLETED", "FAILED", "NODE_FAIL"}, timeout=30)
+            assert j["state"] == "COMPLETED", j
+            # ids continue after the highest one stored
+            nxt = submit(c, "#!/bin/bash\ntrue\n", work, ["--hold"]).json()["job_id"]
+            assert nxt > held
+    finally:
+        srv2.stop()
+    assert (work / f"slurm-{running}.out").read_text().strip() == "done"
+
+
+@pytest.mark.postgres
+def test_server_on_postgresql(tmp_path: Path) -> None:
+    if _PG is None:
+        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432 (database 'test')")
+    import psycopg
+
+    schema = "srv_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(_PG, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url = f"{_PG}?options=-csearch_path%3D{schema}"
+    srv = ServerProc(tmp_path / "data", [*TINY, "--db", url]).start()
+    try:
+        with srv.client() as c:
+            info = c.get("/v1/cluster").json()
+            assert info["store"].startswith("postgresql+psycopg://")
+            jid = submit(c, "#!/bin/bash\necho pg\n", tmp_path, ["--gpus-per-node=1"]).json()
+            j = wait_state(c, jid["job_id"], {"COMPLETED", "FAILED"})
+            assert j["state"] == "COMPLETED" and j["gpus_alloc"] == 1
+            bad = submit(c, "#!/bin/bash\n", tmp_path, ["--gpus-per-node=9"])
+            assert bad.status_code == 400
+            assert len(c.get("/v1/jobs", params={"all": "true"}).json()["jobs"]) == 1
+    finally:
+        srv.stop()
+        with psycopg.connect(_PG, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
