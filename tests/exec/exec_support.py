@@ -102,3 +102,4 @@ def runner(tmp_path: Path) -> Iterator[Runner]:
     deadline = time.monotonic() + 10
     while ex.running() and time.monotonic() < deadline:
         time.sleep(0.05)
+    ex.close()

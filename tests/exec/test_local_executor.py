@@ -282,8 +282,7 @@ while true; do sleep 0.1; done
 def test_controller_restart_readopts_and_collects(runner: Runner, tmp_path: Path) -> None:
     runner.launch(801, "#!/bin/sh\nsleep 0.2\nexit 4\n")  # ends while no controller runs
     runner.launch(802, "#!/bin/sh\nsleep 1.5\nexit 5\n")  # still running at the restart
-    first = runner.ex
-    del runner.ex  # the controller goes away; supervisors do not
+    runner.ex.close()  # the controller goes away; supervisors do not
     time.sleep(0.6)
     second = make_executor(tmp_path / "state")
     assert second.running() == {802}
@@ -296,7 +295,6 @@ def test_controller_restart_readopts_and_collects(runner: Runner, tmp_path: Path
     third.forget(801)
     third.forget(802)
     assert make_executor(tmp_path / "state").poll() == []
-    del first
 
 
 @pytest.mark.slow
@@ -315,3 +313,39 @@ def test_dead_supervisor_is_a_node_failure(runner: Runner) -> None:
     while not all(_gone(p) for p in tasks) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(_gone(p) for p in tasks)
+
+
+def test_cancel_before_start_never_runs_the_script(runner: Runner) -> None:
+    runner.launch(851, "#!/bin/sh\ntouch ran.txt\n")
+    runner.ex.cancel(851, grace=0)  # launch() does not wait for the supervisor
+    report = runner.wait(851)
+    assert report.reason == "cancelled"
+    assert not (runner.workdir / "ran.txt").exists()
+
+
+def test_supervisor_that_cannot_start(runner: Runner, tmp_path: Path) -> None:
+    false = shutil.which("false")
+    assert false is not None
+    broken = Runner(make_executor(tmp_path / "state2", python=false), runner.workdir)
+    broken.launch(861, "#!/bin/sh\n")
+    report = broken.wait(861)
+    assert report.reason == "node_fail"
+    rec = broken.ex.exit_record(861)
+    assert rec is not None and "did not start" in rec.message
+    missing = make_executor(tmp_path / "state3", python=str(tmp_path / "no-python"))
+    with pytest.raises(RuntimeError, match="cannot start the supervisor"):
+        Runner(missing, runner.workdir).launch(862, "#!/bin/sh\n")
+
+
+def test_requeued_job_runs_again_and_appends_output(runner: Runner) -> None:
+    script = "#!/bin/sh\necho run $SLURM_RESTART_COUNT\n"
+    runner.launch(871, script)
+    runner.wait(871)
+    with pytest.raises(RuntimeError, match="already running"):
+        runner.launch(872, "#!/bin/sh\nsleep 5\n")
+        runner.launch(872, "#!/bin/sh\n")
+    runner.ex.cancel(872, grace=0)
+    runner.seen.pop(871)
+    runner.launch(871, script, restart_count=1)
+    assert runner.wait(871).exit_code == 0
+    assert runner.read("slurm-871.out").split("\n")[:2] == ["run 0", "run 1"]

@@ -166,6 +166,16 @@ def take_requests(job_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def cancel_pending(job_dir: Path) -> bool:
+    """Is a cancel request waiting? (Read without taking it.)"""
+    folder = job_dir / REQUESTS
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json") and n[0] != "."]
+    except FileNotFoundError:
+        return False
+    return any((read_json(folder / n) or {}).get("op") == "cancel" for n in names)
+
+
 def next_step_id(job_dir: Path) -> int:
     """Allocate the next step id (0, 1, ...) under a file lock: steps may start at once."""
     folder = job_dir / STEPS

@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from tide.exec.base import Executor, ExitReport, LaunchSpec
 from tide.exec.env import this_host
 
 _SUPERVISOR_MODULE = "tide.exec.supervisor"
-_START_TIMEOUT = 60.0  # seconds for the supervisor to fork and report its pid
+_START_TIMEOUT = 60.0  # seconds a supervisor may take to fork and record its pid
 
 
 class LocalExecutor(Executor):
@@ -59,6 +60,8 @@ class LocalExecutor(Executor):
         self.cluster_name = cluster_name
         self.python = python or sys.executable
         self._reported: set[int] = set()
+        self._spawners: dict[int, subprocess.Popen[bytes]] = {}  # reaped by poll()
+        self._lock = threading.Lock()  # the controller may call from several threads
 
     # -- paths and liveness -------------------------------------------------
 
@@ -77,11 +80,33 @@ class LocalExecutor(Executor):
                 return None  # the pid was reused by another process
         return pid
 
+    def _starting(self, job_id: int) -> bool:
+        """Launched, but the supervisor has not reported its pid yet."""
+        d = self.job_dir(job_id)
+        if (d / jobdir.PIDFILE).exists():
+            return False
+        spawner = self._spawners.get(job_id)
+        if spawner is not None:
+            return spawner.poll() is None
+        try:  # launched by an earlier controller that died before the pid came
+            age = time.time() - (d / jobdir.SPEC).stat().st_mtime
+        except OSError:
+            return False
+        return age < _START_TIMEOUT
+
+    def _live(self, job_id: int) -> bool:
+        return self.supervisor_pid(job_id) is not None or self._starting(job_id)
+
     def _job_ids(self) -> list[int]:
         try:
             return sorted(int(n) for n in os.listdir(self.jobs_dir) if n.isdigit())
         except FileNotFoundError:
             return []
+
+    def _reap_spawners(self) -> None:
+        for job_id, proc in list(self._spawners.items()):
+            if proc.poll() is not None:
+                del self._spawners[job_id]
 
     # -- Executor -----------------------------------------------------------
 
@@ -89,15 +114,16 @@ class LocalExecutor(Executor):
         if not spec.nodes:
             raise ValueError(f"job {spec.job_id}: LaunchSpec.nodes is empty; give it one node")
         d = self.job_dir(spec.job_id)
-        if d.exists():
-            if (pid := self.supervisor_pid(spec.job_id)) is not None:
-                raise RuntimeError(f"job {spec.job_id} is already running (supervisor pid {pid})")
-            shutil.rmtree(d)  # an earlier run of a requeued job; its exit was collected
-        d.mkdir(parents=True)
-        jobdir.write_json_atomic(d / jobdir.SPEC, jobdir.spec_to_json(spec))
-        jobdir.write_json_atomic(d / jobdir.CONFIG, self._config(spec))
-        self._reported.discard(spec.job_id)
-        self._spawn_supervisor(spec.job_id, d)
+        with self._lock:
+            if d.exists():
+                if self._live(spec.job_id):
+                    raise RuntimeError(f"job {spec.job_id} is already running; cancel it first")
+                shutil.rmtree(d)  # an earlier run of a requeued job; its exit was collected
+            d.mkdir(parents=True)
+            jobdir.write_json_atomic(d / jobdir.SPEC, jobdir.spec_to_json(spec))
+            jobdir.write_json_atomic(d / jobdir.CONFIG, self._config(spec))
+            self._reported.discard(spec.job_id)
+            self._spawners[spec.job_id] = self._spawn_supervisor(spec.job_id, d)
 
     def _config(self, spec: LaunchSpec) -> dict[str, object]:
         return {
@@ -109,71 +135,94 @@ class LocalExecutor(Executor):
             "checkpoint_dir": str(self.state_dir / "checkpoints" / str(spec.job_id)),
         }
 
-    def _spawn_supervisor(self, job_id: int, d: Path) -> None:
+    def _spawn_supervisor(self, job_id: int, d: Path) -> subprocess.Popen[bytes]:
+        """Start the supervisor without waiting: it forks, records its pid and detaches."""
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
         with open(d / jobdir.LOG, "ab") as log:
-            proc = subprocess.Popen(
-                [self.python, "-m", _SUPERVISOR_MODULE, str(d)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=d,
-                env=env,
-                start_new_session=True,
-            )
-        try:
-            rc = proc.wait(timeout=_START_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            rc = -1
-        if rc != 0 or jobdir.read_pid(d / jobdir.PIDFILE) is None:
-            raise RuntimeError(
-                f"job {job_id}: the supervisor did not start (status {rc}); see {d / jobdir.LOG}"
-            )
+            try:
+                return subprocess.Popen(
+                    [self.python, "-m", _SUPERVISOR_MODULE, str(d)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=d,
+                    env=env,
+                    start_new_session=True,
+                )
+            except OSError as e:
+                shutil.rmtree(d, ignore_errors=True)
+                raise RuntimeError(
+                    f"job {job_id}: cannot start the supervisor with {self.python!r}: "
+                    f"{e.strerror}; check LocalExecutor(python=...)"
+                ) from None
 
     def signal(self, job_id: int, sig: int) -> None:
+        """Every process of the job gets `sig` (a job still starting gets it once started)."""
         d = self.job_dir(job_id)
         if not d.is_dir():
             return
-        pid = self.supervisor_pid(job_id)
-        if pid is None:
-            procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d)), sig)
-            return
-        jobdir.post_request(d, {"op": "signal", "sig": int(sig), "scope": "all"})
-        procs.kill_quietly(pid, signal.SIGUSR1)
+        with self._lock:
+            pid = self.supervisor_pid(job_id)
+            if pid is not None or self._starting(job_id):
+                jobdir.post_request(d, {"op": "signal", "sig": int(sig), "scope": "all"})
+                if pid is not None:
+                    procs.kill_quietly(pid, signal.SIGUSR1)
+                return
+        procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d)), sig)
 
     def cancel(self, job_id: int, grace: float = 30.0) -> None:
+        """SIGCONT+SIGTERM, SIGKILL after `grace`; a job still starting never runs."""
         d = self.job_dir(job_id)
-        if not d.is_dir() or jobdir.read_exit(d) is not None:
+        if not d.is_dir():
             return
-        pid = self.supervisor_pid(job_id)
-        if pid is None:
-            self._bury(job_id, "cancelled", "cancelled; its supervisor was already gone")
-            return
-        jobdir.post_request(d, {"op": "cancel", "grace": float(grace)})
-        procs.kill_quietly(pid, signal.SIGUSR1)
+        with self._lock:
+            pid = self.supervisor_pid(job_id)  # before reading exit.json, as in poll()
+            if pid is not None or self._starting(job_id):
+                jobdir.post_request(d, {"op": "cancel", "grace": float(grace)})
+                if pid is not None:
+                    procs.kill_quietly(pid, signal.SIGUSR1)
+            elif jobdir.read_exit(d) is None and (d / jobdir.SPEC).exists():
+                self._bury(job_id, "cancelled", "cancelled; its supervisor was already gone")
 
     def poll(self) -> list[ExitReport]:
-        reports = []
-        for job_id in self._job_ids():
-            if job_id in self._reported:
-                continue
-            d = self.job_dir(job_id)
-            alive = self.supervisor_pid(job_id) is not None  # before reading exit.json
-            rec = jobdir.read_exit(d)
-            if rec is None:
-                if alive or jobdir.read_pid(d / jobdir.PIDFILE) is None:
-                    continue  # running, or not launched by anyone
-                rec = self._bury(job_id, "node_fail", "the job's supervisor died")
-            self._reported.add(job_id)
-            reports.append(rec.to_report())
+        with self._lock:
+            reports = [r for j in self._job_ids() if (r := self._ended(j)) is not None]
+            self._reap_spawners()
         return reports
 
+    def _ended(self, job_id: int) -> ExitReport | None:
+        if job_id in self._reported:
+            return None
+        d = self.job_dir(job_id)
+        live = self._live(job_id)  # before reading exit.json: the supervisor writes it, then exits
+        rec = jobdir.read_exit(d)
+        if rec is None:
+            if live or not (d / jobdir.SPEC).exists():
+                return None
+            if (d / jobdir.PIDFILE).exists():
+                rec = self._bury(job_id, "node_fail", "the job's supervisor died")
+            else:
+                rec = self._bury(
+                    job_id, "node_fail", f"the supervisor did not start; see {d / jobdir.LOG}"
+                )
+        self._reported.add(job_id)
+        return rec.to_report()
+
     def running(self) -> set[int]:
-        return {j for j in self._job_ids() if self.supervisor_pid(j) is not None}
+        with self._lock:
+            live = {j for j in self._job_ids() if self._live(j)}
+            self._reap_spawners()
+        return live
+
+    def close(self) -> None:
+        """Wait for supervisors still forking (a fraction of a second); jobs keep running."""
+        with self._lock:
+            for proc in self._spawners.values():
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=_START_TIMEOUT)
+            self._spawners.clear()
 
     # -- beyond the interface -----------------------------------------------
 
@@ -183,10 +232,11 @@ class LocalExecutor(Executor):
 
     def forget(self, job_id: int) -> None:
         """Drop an ended job's state once the controller has stored its exit."""
-        if self.supervisor_pid(job_id) is not None:
-            raise RuntimeError(f"job {job_id} is still running; cancel it before forget()")
-        shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
-        self._reported.discard(job_id)
+        with self._lock:
+            if self._live(job_id):
+                raise RuntimeError(f"job {job_id} is still running; cancel it before forget()")
+            shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
+            self._reported.discard(job_id)
 
     def _bury(self, job_id: int, reason: str, message: str) -> jobdir.ExitRecord:
         """A job whose supervisor is gone: kill what is left, record the end."""
@@ -196,7 +246,7 @@ class LocalExecutor(Executor):
         rec = jobdir.ExitRecord(
             job_id=job_id,
             exit_code=0,
-            signal=signal.SIGKILL,
+            signal=signal.SIGKILL if "batch_pid" in runtime else 0,
             reason=reason,
             started=runtime.get("started"),
             ended=time.time(),

@@ -481,6 +481,8 @@ def run_step(job_dir: Path, opts: SrunOptions, environ: Mapping[str, str]) -> in
     spec = jobdir.load_spec(job_dir)
     runtime = jobdir.read_json(job_dir / jobdir.RUNTIME) or {}
     base_env = filter_export(environ, opts.export)
+    if opts.cpus_per_task is not None:
+        base_env["SLURM_CPUS_PER_TASK"] = str(opts.cpus_per_task)
     step_nodes, counts, places = layout(spec.nodes, opts, base_env, spec.cpus_per_task)
     for w in dict.fromkeys(opts.warnings):
         print(f"srun: warning: {w}", file=sys.stderr, flush=True)

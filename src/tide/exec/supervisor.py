@@ -346,6 +346,8 @@ class Supervisor:
     # -- end ------------------------------------------------------------
 
     def _failed_node(self, failed: bool) -> str:
+        if self.reason:
+            return ""  # tide ended the job; no node failed
         steps = [s for s in jobdir.read_steps(self.job_dir) if s.get("failed_node")]
         if steps:
             return str(min(steps, key=lambda s: s.get("ended", 0.0))["failed_node"])
@@ -374,6 +376,10 @@ class Supervisor:
     def run(self) -> None:
         procs.become_subreaper()
         signal.set_wakeup_fd(self._wake_w)
+        if jobdir.cancel_pending(self.job_dir):
+            self.reason, self.message = "cancelled", "cancelled before it started"
+            jobdir.write_json_atomic(self.job_dir / jobdir.EXIT, self.record(0, 0).to_json())
+            return
         try:
             self.start()
         except LaunchFailure as e:
