@@ -238,12 +238,13 @@ def generate_cmd(
 
     Example: tide sim generate --preset seed004 --seed 1 --out seed004.jsonl
     """
-    from tide.sim.workload.presets import PRESETS, write_preset
+    from tide.sim.workload.generate import write_preset
+    from tide.sim.workload.presets import PRESETS
 
     if preset not in PRESETS:
         console.print(
             f"[red]error:[/red] --preset {preset!r}: choose one of {', '.join(sorted(PRESETS))}"
         )
         raise typer.Exit(1)
-    count = write_preset(preset, out, seed)
+    count = write_preset(preset, seed, out)
     console.print(f"wrote {count} jobs to {out}")

@@ -55,17 +55,34 @@ class CountBackend:
 
     # -- state changes --------------------------------------------------------
 
-    def submit(self, job: CountJob) -> bool:
+    def submit(self, job: CountJob, now: float) -> bool:
         """Queue a job; True when a pass could start something (it fits now)."""
         if self.order is QueueOrder.SJF:
             keys = [(j.limit, j.submit, j.seq) for j in self.queue]
             self.queue.insert(bisect_right(keys, (job.limit, job.submit, job.seq)), job)
         else:
             self.queue.append(job)
-        return job.need <= self.free
+        return job.need <= self.free + self._ending(now)
+
+    def _ending(self, now: float) -> int:
+        """Nodes of jobs whose time limit is up at `now`: they end at this very
+        instant, whatever order same-time events are handled in."""
+        total = 0
+        for end, _, n in self.running_ends:
+            if end > now:
+                break
+            total += n
+        return total
+
+    def _retire(self, now: float) -> None:
+        while self.running_ends and self.running_ends[0][0] <= now:
+            self.end(self.running_ends[0][1])
 
     def end(self, job_id: int) -> None:
-        end = self.limit_end.pop(job_id)
+        """The job ended (a no-op when its limit already retired it)."""
+        end = self.limit_end.pop(job_id, None)
+        if end is None:
+            return
         ids = self.held.pop(job_id)
         i = self.running_ends.index((end, job_id, len(ids)))
         del self.running_ends[i]
@@ -88,6 +105,7 @@ class CountBackend:
     def schedule(self, now: float, backfill: bool = True) -> list[tuple[int, list[int]]]:
         """Start what the policy allows now: [(job id, node ids)]."""
         started: list[tuple[int, list[int]]] = []
+        self._retire(now)
         q = self.queue
         k = 0
         while k < len(q) and q[k].need <= self.free:
@@ -104,11 +122,16 @@ class CountBackend:
 
     def _shadow(self, now: float, need: int) -> tuple[float, int]:
         """When the head can start (running jobs end at their limits) and the
-        nodes to spare at that moment."""
+        nodes to spare at that moment (every job ending then included)."""
         avail = self.free
-        for end, _, n in self.running_ends:
+        ends = self.running_ends
+        for i, (end, _, n) in enumerate(ends):
             avail += n
             if avail >= need:
+                for later, _, m in ends[i + 1 :]:
+                    if later != end:
+                        break
+                    avail += m
                 return max(end, now), avail - need
         return float("inf"), 0
 

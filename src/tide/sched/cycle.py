@@ -54,6 +54,8 @@ class Cycle:
     deps: DepWorld | None = None
     resv: Plan | None = None  # advance reservations, seen by the main pass
     resources_job: int | None = None  # the one job whose reason is Resources
+    memo: dict[tuple, JobContext | None] = field(default_factory=dict)
+    partitions: object | None = None
 
 
 class Scheduler:
@@ -61,6 +63,12 @@ class Scheduler:
 
     def __init__(self, cluster_index: ClusterIndex) -> None:
         self.ix = cluster_index
+        # Memo of per-job contexts (shape, node masks, static reasons): they
+        # depend only on the job, the accounts and which nodes are usable, so
+        # the memo is dropped whenever either of those two changes.
+        self._contexts: dict[tuple, JobContext | None] = {}
+        self._memo_key: tuple[int, bytes] | None = None
+        self._partitions: object | None = None
 
     @classmethod
     def for_cluster(cls, snap_cluster) -> Scheduler:  # type: ignore[no-untyped-def]
@@ -68,6 +76,16 @@ class Scheduler:
 
     def schedule(self, snap: Snapshot, usage: Usage | None = None) -> Decisions:
         cyc = _start_cycle(snap, self.ix, usage)
+        key = (id(snap.accounts), cyc.usage.usable.tobytes())
+        if key != self._memo_key:
+            self._contexts.clear()
+            self._memo_key = key
+        cyc.memo = self._contexts
+        if self._partitions is None:
+            from tide.sched.priority import partition_table
+
+            self._partitions = partition_table(snap.cluster)
+        cyc.partitions = self._partitions
         order = _priorities(cyc)
         _main_pass(cyc, order)
         mode = snap.config.backfill
@@ -125,7 +143,15 @@ def _priorities(cyc: Cycle) -> list[int]:
     from tide.sched.priority import compute_priorities
 
     fs = fair_tree_factors(snap.accounts, snap.usage) if cfg.weights.fairshare else {}
-    result = compute_priorities(jobs, snap.cluster, cfg, snap.accounts, fs, snap.now)
+    result = compute_priorities(
+        jobs,
+        snap.cluster,
+        cfg,
+        snap.accounts,
+        fs,
+        snap.now,
+        cyc.partitions,  # type: ignore[arg-type]
+    )
     cyc.decisions.priorities = dict(
         zip(result.job_ids.tolist(), result.total.tolist(), strict=True)
     )
@@ -189,7 +215,7 @@ def _ready(cyc: Cycle, job: Job) -> JobContext | None:
     if job.eligible is None:
         cyc.decisions.eligible[job.id] = snap.now
     if job.id not in cyc.contexts:
-        cyc.contexts[job.id] = build_context(job, snap, cyc.ix, cyc.usage, cyc.limits)
+        cyc.contexts[job.id] = _context(cyc, job)
     ctx = cyc.contexts[job.id]
     if ctx is None or ctx.reason is not None:
         cyc.decisions.pending[job.id] = PendingInfo(ctx.reason if ctx else Reason.BAD_CONSTRAINTS)
@@ -199,6 +225,25 @@ def _ready(cyc: Cycle, job: Job) -> JobContext | None:
         cyc.decisions.pending[job.id] = PendingInfo(limit_reason)
         return None
     return ctx
+
+
+def _context(cyc: Cycle, job: Job) -> JobContext | None:
+    req = job.request
+    if req.reservation or req.nodelist or job.eligible is None:
+        return build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits)
+    key = (
+        job.id,
+        id(req),
+        req.time_limit,
+        job.partition,
+        job.account,
+        job.user,
+        job.qos,
+        job.eligible,
+    )
+    if key not in cyc.memo:
+        cyc.memo[key] = build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits)
+    return cyc.memo[key]
 
 
 def _dep_world(cyc: Cycle) -> DepWorld:
@@ -227,12 +272,14 @@ def _dep_world(cyc: Cycle) -> DepWorld:
 def _try_start_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, backfilled: bool) -> bool:
     """Start the job now if it fits (and delays no hold). Records the outcome."""
     now = cyc.snap.now
-    waiting_for_switches = False
+    u = cyc.usage
+    bare = Free(u.free_gpus, u.free_cores, u.free_mem)
     for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
+        # holds only take capacity away: what does not fit without them never fits
+        if select_nodes(cyc.ix, bare, ctx.shape, eligible, ctx.max_leaves(now)) is None:
+            continue
         free = _free_now(cyc, ctx, plan)
         pick = select_nodes(cyc.ix, free, ctx.shape, eligible, ctx.max_leaves(now))
-        if pick is None and ctx.max_leaves(now) is not None:
-            waiting_for_switches |= select_nodes(cyc.ix, free, ctx.shape, eligible) is not None
         if pick is None:
             continue
         alloc = _concrete(cyc, ctx, pick, eligible, free, now)
@@ -240,8 +287,8 @@ def _try_start_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, backfilled: b
             continue
         _record_start(cyc, ctx, part, alloc, pick, backfilled)
         return True
+    # Slurm shows Resources also while a job waits for its --switches count
     cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES)
-    del waiting_for_switches  # Slurm shows Resources either way
     return False
 
 
@@ -257,10 +304,10 @@ def _blocked_reason(cyc: Cycle, job_id: int) -> None:
 
 
 def _free_now(cyc: Cycle, ctx: JobContext, plan: Plan | None) -> Free:
-    if plan is not None:
+    if plan is not None and len(plan.holds):
         return plan.free_at(cyc.snap.now, ctx.shape.time_limit, skip=ctx.reservation)
     u = cyc.usage
-    return Free(u.free_gpus, u.free_cores, u.free_mem, u.idle())
+    return Free(u.free_gpus, u.free_cores, u.free_mem)
 
 
 def _concrete(

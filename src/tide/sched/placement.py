@@ -31,14 +31,19 @@ from tide.sched.types import NodeAlloc
 _MAX_COMBOS = 400  # beyond this many GPU subsets, pick greedily
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Free:
     """Free capacity per node, at one time (now, or a planned window)."""
 
     gpus: np.ndarray
     cores: np.ndarray
     mem: np.ndarray
-    idle: np.ndarray  # nothing allocated (for --exclusive)
+    untouched: np.ndarray | None = None  # False where a hold takes part of the node
+
+    def idle(self, ix: ClusterIndex) -> np.ndarray:
+        """Nodes with nothing allocated or held (for --exclusive)."""
+        whole = (self.gpus == ix.gpus) & (self.cores == ix.cores) & (self.mem == ix.mem)
+        return whole if self.untouched is None else whole & self.untouched
 
 
 @dataclass(slots=True, frozen=True)
@@ -75,13 +80,13 @@ def capacity(ix: ClusterIndex, free: Free, shape: Shape, eligible: np.ndarray) -
             usable = np.minimum(usable, free.mem // shape.mem_per_gpu)
         ok = eligible & (free.cores >= node_cores(ix, shape.cpus_per_node))
         if shape.exclusive:
-            ok &= free.idle
+            ok &= free.idle(ix)
         return np.where(ok, usable, 0)
     ok = eligible & (free.gpus >= shape.gpus_per_node)
     ok &= free.cores >= node_cores(ix, shape.cpus_per_node)
     ok &= free.mem >= shape.mem_per_node
     if shape.exclusive:
-        ok &= free.idle
+        ok &= free.idle(ix)
     return ok.astype(np.int64)
 
 

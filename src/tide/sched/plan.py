@@ -151,10 +151,9 @@ class Plan:
             g = self.free_gpus + np.where(has, self.rel_g[rows, take], 0)
             c = self.free_cores + np.where(has, self.rel_c[rows, take], 0)
             m = self.free_mem + np.where(has, self.rel_m[rows, take], 0)
-        idle = (g == self.ix.gpus) & (c == self.ix.cores) & (m == self.ix.mem)
         if len(self.holds):
-            g, c, m, idle = self._minus_holds(t, duration, g, c, m, idle, skip)
-        return Free(g, c, m, idle)
+            return self._minus_holds(t, duration, g, c, m, skip)
+        return Free(g, c, m)
 
     def _minus_holds(
         self,
@@ -163,27 +162,25 @@ class Plan:
         g: np.ndarray,
         c: np.ndarray,
         m: np.ndarray,
-        idle: np.ndarray,
         skip: str | None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> Free:
         hn, hs, he, hg, hc, hm, hw, tags = self.holds.arrays()
         hit = (hs < t + duration) & (he > t)
         if skip:
             hit &= tags != skip
         if not hit.any():
-            return g, c, m, idle
+            return Free(g, c, m)
         n = self.ix.n
         nodes = hn[hit]
         g = g - np.bincount(nodes, weights=hg[hit], minlength=n).astype(np.int64)
         c = c - np.bincount(nodes, weights=hc[hit], minlength=n).astype(np.int64)
         m = m - np.bincount(nodes, weights=hm[hit], minlength=n).astype(np.int64)
-        whole = np.zeros(n, dtype=bool)
-        whole[hn[hit & hw]] = True
+        whole = hn[hit & hw]
         g[whole] = -1  # a whole-node hold leaves nothing, not even for 0-GPU jobs
         c[whole] = -1
-        touched = np.zeros(n, dtype=bool)
-        touched[nodes] = True
-        return g, c, m, idle & ~touched
+        untouched = np.ones(n, dtype=bool)
+        untouched[nodes] = False
+        return Free(g, c, m, untouched)
 
     def earliest_bound(self, shape: Shape, eligible: np.ndarray) -> float:
         """A lower bound on the start time: holds and topology ignored."""

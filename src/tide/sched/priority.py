@@ -122,14 +122,17 @@ def compute_priorities(
     accounts: AccountTree,
     fs_factors: dict[str, float],
     now: float,
+    partitions: _Partitions | None = None,
 ) -> PriorityResult:
     """Multifactor priority of every job (pending jobs, normally).
 
     `fs_factors` maps "account/user" to the fair-share factor
     (fairshare.fair_tree_factors); a missing association counts as 0.
+    `partitions` is `partition_table(cluster)`, for callers that cycle often
+    on the same cluster (it only depends on the cluster description).
     """
     cfg = _Config.of(config)
-    parts = _partitions(cluster)
+    parts = partitions if partitions is not None else _partitions(cluster)
     with _gc_paused():
         g = _gather(jobs, cfg)
     prof = _profiles(g.profiles, parts, cluster, accounts, fs_factors, cfg)
@@ -179,8 +182,12 @@ class _Config:
     def of(cls, config: SchedulerConfig) -> _Config:
         w = config.weights
         weights = {
-            "age": w.age, "assoc": w.assoc, "fairshare": w.fairshare,
-            "job_size": w.job_size, "partition": w.partition, "qos": w.qos,
+            "age": w.age,
+            "assoc": w.assoc,
+            "fairshare": w.fairshare,
+            "job_size": w.job_size,
+            "partition": w.partition,
+            "qos": w.qos,
         }
         tres = {k: float(v) for k, v in w.tres.items() if v}
         flags = {f.upper() for f in config.priority_flags}
@@ -367,26 +374,59 @@ def _gather(jobs: list[Job], cfg: _Config) -> _Gathered:
     eligible = np.full(n, nan)
     if cfg.weights["age"]:
         eligible = np.fromiter([nan if (e := j.eligible) is None else e for j in jobs], float, n)
-    profiles, profile_idx = _codes([
-        (j.partition or j.request.partitions, j.qos or j.request.qos,
-         j.account or j.request.account, j.user, j.held, j.priority_override, j.site_factor,
-         (r := j.request).nice, r.priority, r.begin)
-        for j in jobs
-    ])
+    profiles, profile_idx = _codes(
+        [
+            (
+                j.partition or j.request.partitions,
+                j.qos or j.request.qos,
+                j.account or j.request.account,
+                j.user,
+                j.held,
+                j.priority_override,
+                j.site_factor,
+                (r := j.request).nice,
+                r.priority,
+                r.begin,
+            )
+            for j in jobs
+        ]
+    )
     if not cfg.need_shape:
         return _Gathered(ids, submit, eligible, profiles, profile_idx, [], np.zeros(n, np.int64))
     keys: list[tuple[Any, ...]]
     if cfg.extras:
         keys = [
-            ((r := j.request).nodes_min, r.nodes_max, r.ntasks, r.ntasks_per_node, r.gpus,
-             r.gpus_per_node, r.gpus_per_task, r.cpus_per_task, r.cpus_per_gpu,
-             r.mem_per_node, r.mem_per_gpu, r.mem_per_cpu, r.time_limit, r.gpu_type)
+            (
+                (r := j.request).nodes_min,
+                r.nodes_max,
+                r.ntasks,
+                r.ntasks_per_node,
+                r.gpus,
+                r.gpus_per_node,
+                r.gpus_per_task,
+                r.cpus_per_task,
+                r.cpus_per_gpu,
+                r.mem_per_node,
+                r.mem_per_gpu,
+                r.mem_per_cpu,
+                r.time_limit,
+                r.gpu_type,
+            )
             for j in jobs
         ]
     else:  # all that nodes, GPUs and CPUs depend on
         keys = [
-            ((r := j.request).nodes_min, r.nodes_max, r.ntasks, r.ntasks_per_node, r.gpus,
-             r.gpus_per_node, r.gpus_per_task, r.cpus_per_task, r.cpus_per_gpu)
+            (
+                (r := j.request).nodes_min,
+                r.nodes_max,
+                r.ntasks,
+                r.ntasks_per_node,
+                r.gpus,
+                r.gpus_per_node,
+                r.gpus_per_task,
+                r.cpus_per_task,
+                r.cpus_per_gpu,
+            )
             for j in jobs
         ]
     distinct, shape_idx = _codes(keys)
@@ -444,17 +484,19 @@ def _profiles(
         acct = acct or ""
         fs = fs_factors.get(assoc_key(acct, user), 0.0)
         override = ovr if ovr is not None else rprio
-        rows.append((
-            parts.index.get(part, parts.unknown),
-            _ratio(qos_prio.get(qos or "normal", 0), qos_top),
-            _ratio(assoc_prio.get((acct, user), 0), assoc_top),
-            min(1.0, max(0.0, fs)),
-            site,
-            nice,
-            math.nan if override is None else override,
-            bool(held),
-            math.nan if begin is None else begin,
-        ))
+        rows.append(
+            (
+                parts.index.get(part, parts.unknown),
+                _ratio(qos_prio.get(qos or "normal", 0), qos_top),
+                _ratio(assoc_prio.get((acct, user), 0), assoc_top),
+                min(1.0, max(0.0, fs)),
+                site,
+                nice,
+                math.nan if override is None else override,
+                bool(held),
+                math.nan if begin is None else begin,
+            )
+        )
     cols = list(zip(*rows, strict=True)) if rows else [()] * 9
 
     def f(i: int) -> np.ndarray:
@@ -462,7 +504,12 @@ def _profiles(
 
     return _Profiles(
         partition=np.asarray(cols[0], dtype=np.int64),
-        qos=f(1), assoc=f(2), fairshare=f(3), site=f(4), nice=f(5), override=f(6),
+        qos=f(1),
+        assoc=f(2),
+        fairshare=f(3),
+        site=f(4),
+        nice=f(5),
+        override=f(6),
         held=np.asarray(cols[7], dtype=bool),
         begin=f(8),
     )
@@ -513,6 +560,11 @@ class _Partitions:
     mems: np.ndarray  # MB
     gpus: np.ndarray
     gpus_by_type: list[dict[str, int]]
+
+
+def partition_table(cluster: Cluster) -> _Partitions:
+    """Per-partition totals and factors the priority needs (cacheable)."""
+    return _partitions(cluster)
 
 
 def _partitions(cluster: Cluster) -> _Partitions:

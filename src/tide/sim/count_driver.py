@@ -135,7 +135,7 @@ class CountDriver:
             partition=self.partition,
         )  # fmt: skip
         job = CountJob(jid, need, float(req.time_limit or 0), t, self.seq)
-        return self.backend.submit(job)
+        return self.backend.submit(job, t)
 
     def _start(self, t: float, jid: int, ids: list[int]) -> None:
         sim, res = self.sims[jid], self.results[jid]

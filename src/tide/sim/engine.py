@@ -9,7 +9,10 @@ order of pyss, SC'15). Each event that can change a decision runs a cycle:
 a submission (only when the new job could fit the free GPUs now, since
 otherwise nothing changes), an end, a node repair, a begin time reached.
 Backfill runs in every cycle when bf_interval is 0, else every bf_interval
-seconds of virtual time.
+seconds of virtual time. Policies that model a scheduler looking at the
+cluster in sessions (the Kubernetes-style ones: `coalesce_ties = True`) get
+one cycle after all the events at one time instead: jobs submitted together
+are in their queue together (seed 000's deadlock needs exactly that).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, Reason, Running, Snapshot, Start
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
+from tide.sim.predict import Predictor
 from tide.sim.workload.base import SimJob
 
 # event kinds, in tie order at equal times
@@ -88,6 +92,10 @@ class Engine:
         self._last_alloc: tuple[int, int, int] | None = None
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
         self.bound_since: dict[int, float] = {}
+        self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
+        # run-time predictions, only for policies that plan with them (tide's)
+        self.predictor = Predictor() if getattr(self.policy, "uses_predictions", False) else None
+        self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
 
     # -- events --------------------------------------------------------------
 
@@ -100,12 +108,19 @@ class Engine:
         self._feed()
         for f in self.faults:
             self._push(f.time, FAIL, self.ix.pos[f.node])
+        coalesce = bool(getattr(self.policy, "coalesce_ties", False))
+        due = (False, False)  # a cycle owed once the events at this time are handled
         while self.heap:
             t, kind, _, data = heapq.heappop(self.heap)
             self.events += 1
             if kind == SUBMIT:
                 self._feed()
             run_cycle, backfill = self._handle(t, kind, data)
+            if coalesce:
+                due = (due[0] or run_cycle, due[1] or backfill)
+                if self.heap and self.heap[0][0] == t:
+                    continue
+                (run_cycle, backfill), due = due, (False, False)
             if run_cycle:
                 self._cycle(t, backfill)
             self._sample(t)
@@ -130,6 +145,7 @@ class Engine:
             self._next_bf = None
             return bool(self.pending), True
         if kind == WAKE:
+            self._wakes.discard(t)
             return True, self._bf_due(t)
         if kind == FAIL:
             return self._fail(t, data), self._bf_due(t)
@@ -183,6 +199,9 @@ class Engine:
             return False
         del self.active[job_id]
         self.usage.release(act.alloc)
+        if self.predictor is not None:
+            self.predictor.record(act.job.user, t - act.start)
+            self.predicted.pop(job_id, None)
         res = self.results[job_id]
         res.end = t
         timed_out = act.work_left > act.limit_end - act.start + 1e-9
@@ -208,15 +227,36 @@ class Engine:
             finished=self.finished,
             backfill=backfill,
             bound=dict(self.bound),
+            predicted=self._predictions(),
         )
         decisions = self.policy.schedule(snap, self.usage)
         self.cycles += 1
         self._apply(now, decisions)
 
+    def _predictions(self) -> dict[int, float]:
+        if self.predictor is None:
+            return {}
+        out = {}
+        for job in self.pending.values():
+            p = self.predictor.predict(job.user, job.request.time_limit)
+            if p is not None:
+                out[job.id] = p
+        out.update(self.predicted)
+        return out
+
     def _apply(self, now: float, d: Decisions) -> None:
         for jid, t in d.eligible.items():
             self.pending[jid].eligible = t
             self.results[jid].eligible = t
+        for jid, meta in d.meta.items():  # policy bookkeeping kept with the job
+            job = self.pending.get(jid)
+            if job is not None:
+                job.meta.update(meta)
+                for key in [k for k, v in meta.items() if v is None]:
+                    del job.meta[key]
+        if d.wake is not None and d.wake > now and d.wake not in self._wakes and self.pending:
+            self._wakes.add(d.wake)
+            self._push(d.wake, WAKE, -1)
         for jid in d.unbinds:
             self._unbind(now, jid)
         for jid, pods in d.binds.items():
@@ -264,6 +304,10 @@ class Engine:
         end = min(now + _wall(work, sim), limit_end)
         self.token += 1
         self.active[job.id] = Active(job, sim, s.alloc, now, limit_end, end, self.token, work)
+        if self.predictor is not None:
+            p = self.predictor.predict(job.user, limit)
+            if p is not None:
+                self.predicted[job.id] = p
         self._push(end, END, job.id)
         res = self.results[job.id]
         if res.start is None:
@@ -305,7 +349,7 @@ class Engine:
         self.samples.append(Sample(t, allocated, idle, len(self.pending), by_account))
 
     def _output(self) -> RunOutput:
-        end = max((s.t for s in self.samples), default=0.0)
+        end = self._deadlock_end(max((s.t for s in self.samples), default=0.0))
         for jid in self.pending:
             self.results[jid].state = JobState.PENDING.value
             if jid in self.bound:  # holds pods and can never run: deadlocked
@@ -313,6 +357,23 @@ class Engine:
                 self.results[jid].deadlocked = True
         results = [self.results[k] for k in sorted(self.results)]
         return RunOutput(results, self.samples, int(self.ix.gpus.sum()), self.cycles, self.events)
+
+    def _deadlock_end(self, last: float) -> float:
+        """Where the run's window ends. Gangs left holding pods would wait forever;
+        they are charged until their own time limit would have ended them had
+        they started when eligible (a finite, reproducible window), and a last
+        sample there makes the metrics span it."""
+        ends = [
+            self.results[jid].ready + float(limit)
+            for jid in self.pending
+            if jid in self.bound and (limit := self.pending[jid].request.time_limit) is not None
+        ]
+        end = max([last, *ends])
+        if end > last and self.samples:
+            s = self.samples[-1]
+            self.samples.append(Sample(end, s.allocated_gpus, s.blocked_idle_gpus, s.queue_len,
+                                       s.by_account))  # fmt: skip
+        return end
 
 
 def _wall(work: float, sim: SimJob) -> float:
