@@ -349,3 +349,23 @@ def test_requeued_job_runs_again_and_appends_output(runner: Runner) -> None:
     runner.launch(871, script, restart_count=1)
     assert runner.wait(871).exit_code == 0
     assert runner.read("slurm-871.out").split("\n")[:2] == ["run 0", "run 1"]
+
+
+def test_srun_errors_warnings_and_per_task_files(runner: Runner) -> None:
+    script = """#!/bin/bash
+srun no-such-program; echo "rc1=$?"
+srun -N3 true; echo "rc2=$?"
+srun --mem=3G --frobnicate -n1 true; echo "rc3=$?"
+srun -n2 -l -o 'o-%t.txt' sh -c 'echo hi; echo oops >&2'; echo "rc4=$?"
+srun -n1 sh -c 'kill -9 $$'; echo "rc5=$?"
+"""
+    runner.launch(881, script, nodes=[node("node01"), node("node02")])
+    runner.wait(881)
+    out = runner.read("slurm-881.out")
+    assert "rc1=2" in out and "cannot run 'no-such-program'" in out
+    assert "rc2=1" in out and "--nodes=3: the job has 2 node(s)" in out
+    assert "rc3=0" in out and "--mem=3G has no effect" in out and "--frobnicate" in out
+    assert "rc4=0" in out
+    assert sorted(runner.read("o-0.txt").splitlines()) == ["0: hi", "0: oops"]
+    assert sorted(runner.read("o-1.txt").splitlines()) == ["1: hi", "1: oops"]
+    assert "rc5=137" in out and "task 0: killed by SIGKILL" in out

@@ -34,7 +34,12 @@ from tide.exec.outputs import PatternFields, resolve
 
 
 class SrunError(Exception):
-    """A user-facing error: printed as "srun: error: <message>", exit status 1."""
+    """A user-facing error: printed as "srun: error: <message>"; srun exits with `code`."""
+
+    def __init__(self, message: str, code: int = 1, node: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.node = node  # the node where starting a task failed, if any
 
 
 # --- options ---------------------------------------------------------------
@@ -405,9 +410,12 @@ def _spawn(step: Step, base_env: Mapping[str, str], sinks: Sinks) -> list[thread
                 preexec_fn=prepare,
             )
         except OSError as e:
-            _terminate(step.tasks, signal.SIGKILL)
+            # Slurm reports a failed execve as the task exiting with status 2.
             raise SrunError(
-                f"{node.node}: task {place.rank}: cannot run {step.opts.command[0]!r}: {e.strerror}"
+                f"{node.node}: task {place.rank}: cannot run {step.opts.command[0]!r}: "
+                f"{e.strerror}",
+                code=2,
+                node=node.node,
             ) from None
         step.tasks.append(Task(place, node, proc))
         if step.opts.label:
@@ -477,6 +485,17 @@ def _wait(step: Step, supervisor_pid: int, grace: float) -> Task | None:
     return first_bad
 
 
+def _abort(step: Step, error: SrunError) -> None:
+    """A task could not be started: end the ones that were, and record the step's end."""
+    _terminate(step.tasks, signal.SIGKILL)
+    for t in step.tasks:
+        t.proc.wait()
+    step.record.update(
+        ended=time.time(), exit_code=error.code, failed_node=error.node or step.nodes[0].node
+    )
+    step.save()
+
+
 def run_step(job_dir: Path, opts: SrunOptions, environ: Mapping[str, str]) -> int:
     spec = jobdir.load_spec(job_dir)
     runtime = jobdir.read_json(job_dir / jobdir.RUNTIME) or {}
@@ -500,7 +519,11 @@ def run_step(job_dir: Path, opts: SrunOptions, environ: Mapping[str, str]) -> in
     signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED | {signal.SIGCHLD})
     sinks = Sinks(opts.open_mode)
     try:
-        threads = _spawn(step, base_env, sinks)
+        try:
+            threads = _spawn(step, base_env, sinks)
+        except SrunError as e:
+            _abort(step, e)
+            raise
         step.record["running"] = time.time()
         step.record["tasks"] = [
             {"rank": t.place.rank, "node": t.node.node, "pid": t.proc.pid} for t in step.tasks
@@ -545,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_step(Path(job_dir), parse_args(args), os.environ)
     except SrunError as e:
         print(f"srun: error: {e}", file=sys.stderr, flush=True)
-        return 1
+        return e.code
 
 
 if __name__ == "__main__":
