@@ -153,8 +153,20 @@ class CountBackend:
 
     def _conservative(self, now: float, started: list[tuple[int, list[int]]]) -> None:
         times, free = self._profile(now)
+        queue = self.queue
+        # smallest need from each position on: once the nodes free now are
+        # fewer than that, nothing behind can start now and the pass may stop
+        # (the plan is rebuilt at the next pass anyway)
+        floor = [0] * len(queue)
+        low = 1 << 60
+        for k in range(len(queue) - 1, -1, -1):
+            low = min(low, queue[k].need)
+            floor[k] = low
         keep = []
-        for job in self.queue:
+        for k, job in enumerate(queue):
+            if self.free < floor[k]:
+                keep.extend(queue[k:])
+                break
             i = _earliest(times, free, job.need, job.limit)
             if i is None:
                 keep.append(job)
