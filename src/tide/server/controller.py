@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from tide.exec.base import Executor
@@ -24,6 +25,7 @@ from tide.model.sched_config import SchedulerConfig
 from tide.server import cluster_source
 from tide.server.auth import Authenticator
 from tide.server.settings import Settings
+from tide.server.snapshot import ActiveJobs
 from tide.server.writer import SubmitWriter
 from tide.store import accounting, db
 from tide.store import accounts as acctrepo
@@ -66,6 +68,7 @@ class Controller:
         self.auth: Authenticator = None  # type: ignore[assignment]
         self.writer: SubmitWriter = None  # type: ignore[assignment]
         self.loop: Any = None
+        self.active = ActiveJobs()  # the queue as the core sees it (tide.server.snapshot)
         self.started = 0.0
 
     # --- lifecycle -----------------------------------------------------------
@@ -75,6 +78,8 @@ class Controller:
         s.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.secret = _secret_key(s.data_dir / "secret.key")
         self.engine, self.sessions = db.open_store(s.database(), schema=s.db_schema)
+        event.listen(self.sessions, "after_commit", self._after_commit)
+        event.listen(self.sessions, "after_rollback", self._after_rollback)
         src = cluster_source.load(s)
         self.cluster, self.config, self.origin = src.cluster, src.config, src.origin
         self.warnings = src.warnings
@@ -154,6 +159,14 @@ class Controller:
         tmp.replace(path)
 
     # --- caches ----------------------------------------------------------------
+
+    def _after_commit(self, session: Session) -> None:
+        ids = session.info.pop("touched_jobs", None)
+        if ids:
+            self.active.touch(ids)
+
+    def _after_rollback(self, session: Session) -> None:
+        session.info.pop("touched_jobs", None)
 
     def reload_tree(self) -> None:
         with self.sessions() as ses:

@@ -28,7 +28,7 @@ from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server.services import lifecycle
-from tide.server.snapshot import Loaded, RequestCache, load
+from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
 from tide.store import usage as usagerepo
@@ -67,7 +67,6 @@ class SchedulingLoop:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tide-sched", daemon=True)
-        self._cache = RequestCache()
         self.stats = CycleStats()
         self._last_bf = 0.0
         self._last_cycle = 0.0
@@ -128,7 +127,7 @@ class SchedulingLoop:
                 self._last_bf = now
             t0 = time.perf_counter()
             self._charge_usage(now)
-            loaded = load(self.ctl, self._cache, now, backfill)
+            loaded = load(self.ctl, self.ctl.active, now, backfill)
             t1 = time.perf_counter()
             decisions = self._schedule(loaded.snapshot)
             t2 = time.perf_counter()
@@ -230,6 +229,9 @@ class SchedulingLoop:
             changes.append(
                 {"jid": job_id, "r": str(info.reason), "p": prio, "ps": planned, "pn": nodes}
             )
+            self.ctl.active.set_meta(
+                job_id, reason=str(info.reason), priority=prio, planned_start=planned
+            )
         t = JobRow.__table__
         if changes:
             stmt = (
@@ -244,6 +246,8 @@ class SchedulingLoop:
             )
             s.connection().execute(stmt, changes)
         elig = [{"jid": j, "t": when} for j, when in d.eligible.items() if j not in started]
+        for e in elig:
+            self.ctl.active.set_eligible(e["jid"], e["t"])
         if elig:
             stmt = (
                 update(t)

@@ -1,8 +1,14 @@
-"""Load: the core's Snapshot from the store, in one short read session.
+"""Load: the core's Snapshot, from an in-memory mirror of the active jobs.
 
-Only scalar columns are read every cycle; a job's request JSON is parsed
-once and cached by (job id, rev) — `rev` is bumped whenever anything the
-scheduler reads from the request changes (update, hold, release).
+Reading 100,000 queued jobs from the store every pass would cost a second
+of the controller's only interpreter. Instead the controller keeps the
+active jobs (PENDING, RUNNING, SUSPENDED, COMPLETING) as core `Job`s and
+re-reads only the rows that changed: every write that goes through
+tide.store.jobs (insert_jobs, transition) names the job in
+`session.info["touched"]`, and the controller's after_commit hook hands
+those ids to `ActiveJobs.touch`. A full re-read every FULL_EVERY seconds
+is the safety net. A job's request JSON is parsed once per revision (`rev`,
+bumped whenever anything the scheduler reads from the request changes).
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from tide.sched.types import Allocation, Running, Snapshot
 from tide.store import codec
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
+
+FULL_EVERY = 300.0  # seconds between full re-reads of the active jobs
+CHUNK = 5000  # ids per IN (...) query
 
 _COLS = (
     JobRow.id,
@@ -41,7 +50,6 @@ _COLS = (
     JobRow.start_time,
     JobRow.time_limit,
     JobRow.allocation,
-    JobRow.gpus_alloc,
     JobRow.reason,
     JobRow.priority,
     JobRow.planned_start,
@@ -50,7 +58,7 @@ _COLS = (
 
 @dataclass(slots=True)
 class Meta:
-    """What Apply needs to know about each loaded job."""
+    """What Apply needs to know about each loaded job (as last stored)."""
 
     rev: int
     state: str
@@ -60,72 +68,135 @@ class Meta:
 
 
 @dataclass(slots=True)
+class Entry:
+    job: Job
+    meta: Meta
+    running: Running | None = None  # for live jobs with an allocation
+
+
+@dataclass(slots=True)
 class Loaded:
     snapshot: Snapshot
     meta: dict[int, Meta] = field(default_factory=dict)
+    entries: dict[int, Entry] = field(default_factory=dict)
 
 
-class RequestCache:
+class ActiveJobs:
+    """The active jobs as the core sees them, kept in step with the store."""
+
     def __init__(self) -> None:
+        self._entries: dict[int, Entry] = {}
         self._reqs: dict[int, tuple[int, JobRequest]] = {}
+        self._dirty: set[int] = set()
         self._lock = threading.Lock()
+        self._full_at = 0.0
+        self.full_reads = 0
+        self.partial_reads = 0
 
-    def get_many(self, session: Session, wanted: dict[int, int]) -> dict[int, JobRequest]:
-        """Requests for {job id: rev}, reading only the ones not cached."""
+    def touch(self, ids: set[int]) -> None:
         with self._lock:
-            out = {j: r for j, (rev, r) in self._reqs.items() if wanted.get(j) == rev}
-        missing = [j for j in wanted if j not in out]
-        for i in range(0, len(missing), 5000):
-            chunk = missing[i : i + 5000]
-            stmt = select(JobRow.id, JobRow.rev, JobRow.request).where(JobRow.id.in_(chunk))
-            for jid, rev, text in session.execute(stmt):
-                out[jid] = codec.request_from_json(text)
-                with self._lock:
-                    self._reqs[jid] = (rev, out[jid])
-        return out
+            self._dirty |= ids
 
-    def forget_except(self, keep: set[int]) -> None:
+    def refresh(self, session: Session, now: float, full: bool = False) -> dict[int, Entry]:
+        """Bring the mirror up to date; returns the live entries (a copy)."""
         with self._lock:
-            for j in [j for j in self._reqs if j not in keep]:
-                del self._reqs[j]
+            dirty, self._dirty = self._dirty, set()
+        if full or now - self._full_at >= FULL_EVERY:
+            stmt = select(*_COLS).where(JobRow.state.in_(jobrepo.ACTIVE))
+            rows = list(session.execute(stmt))
+            entries = {r.id: self._entry(session, r, now) for r in rows}
+            self._full_at = now
+            self.full_reads += 1
+            with self._lock:
+                self._entries = entries
+                self._reqs = {j: v for j, v in self._reqs.items() if j in entries}
+                return dict(self._entries)
+        if dirty:
+            self.partial_reads += 1
+            ids = sorted(dirty)
+            found: dict[int, Entry | None] = dict.fromkeys(ids)
+            for i in range(0, len(ids), CHUNK):
+                stmt = select(*_COLS).where(JobRow.id.in_(ids[i : i + CHUNK]))
+                for r in session.execute(stmt):
+                    active = r.state in jobrepo.ACTIVE
+                    found[r.id] = self._entry(session, r, now) if active else None
+            with self._lock:
+                for job_id, entry in found.items():
+                    if entry is None:
+                        self._entries.pop(job_id, None)
+                        self._reqs.pop(job_id, None)
+                    else:
+                        self._entries[job_id] = entry
+        with self._lock:
+            return dict(self._entries)
+
+    def _entry(self, session: Session, r: Any, now: float) -> Entry:
+        req = self._request(session, r.id, r.rev)
+        job = Job(
+            id=r.id,
+            request=req,
+            user=r.user,
+            account=r.account,
+            partition=r.run_partition if r.state != "PENDING" else "",
+            qos=r.qos,
+            submit=r.submit_time,
+            state=JobState(r.state),
+            array_job_id=r.array_job_id,
+            array_task_id=r.array_task_id,
+            held=r.held,
+            restarts=r.restarts,
+            eligible=r.eligible_time,
+            switch_wait_start=r.switch_wait_start,
+            priority_override=r.priority_override,
+            site_factor=r.site_factor,
+        )
+        meta = Meta(r.rev, r.state, r.reason, r.priority, r.planned_start)
+        running = None
+        if r.state != "PENDING" and r.allocation:
+            alloc: Allocation = codec.alloc_from_json(r.allocation)  # type: ignore[assignment]
+            start = r.start_time or now
+            limit = r.time_limit if r.time_limit is not None else UNLIMITED
+            running = Running(job, alloc, start, start + limit)
+        return Entry(job, meta, running)
+
+    def _request(self, session: Session, job_id: int, rev: int) -> JobRequest:
+        with self._lock:
+            hit = self._reqs.get(job_id)
+        if hit is not None and hit[0] == rev:
+            return hit[1]
+        text = session.scalar(select(JobRow.request).where(JobRow.id == job_id))
+        req = codec.request_from_json(text or "{}")
+        with self._lock:
+            self._reqs[job_id] = (rev, req)
+        return req
+
+    def set_meta(self, job_id: int, **values: Any) -> None:
+        """Apply wrote these columns of a pending job (reason, priority, ...)."""
+        with self._lock:
+            entry = self._entries.get(job_id)
+            if entry is None:
+                return
+            for k, v in values.items():
+                setattr(entry.meta, k, v)
+
+    def set_eligible(self, job_id: int, when: float) -> None:
+        with self._lock:
+            entry = self._entries.get(job_id)
+            if entry is not None and entry.job.eligible is None:
+                entry.job.eligible = when
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
-def load(ctl: Any, cache: RequestCache, now: float, backfill: bool) -> Loaded:
+def load(ctl: Any, active: ActiveJobs, now: float, backfill: bool, full: bool = False) -> Loaded:
     with ctl.sessions() as s:
-        rows = list(s.execute(select(*_COLS).where(JobRow.state.in_(jobrepo.ACTIVE))))
-        reqs = cache.get_many(s, {r.id: r.rev for r in rows})
-        pending: list[Job] = []
-        running: list[Running] = []
-        meta: dict[int, Meta] = {}
-        for r in rows:
-            job = Job(
-                id=r.id,
-                request=reqs[r.id],
-                user=r.user,
-                account=r.account,
-                partition=r.run_partition if r.state != "PENDING" else "",
-                qos=r.qos,
-                submit=r.submit_time,
-                state=JobState(r.state),
-                array_job_id=r.array_job_id,
-                array_task_id=r.array_task_id,
-                held=r.held,
-                restarts=r.restarts,
-                eligible=r.eligible_time,
-                switch_wait_start=r.switch_wait_start,
-                priority_override=r.priority_override,
-                site_factor=r.site_factor,
-            )
-            meta[r.id] = Meta(r.rev, r.state, r.reason, r.priority, r.planned_start)
-            if r.state == "PENDING":
-                pending.append(job)
-            elif r.allocation:
-                alloc: Allocation = codec.alloc_from_json(r.allocation)  # type: ignore[assignment]
-                start = r.start_time or now
-                limit = r.time_limit if r.time_limit is not None else UNLIMITED
-                running.append(Running(job, alloc, start, start + limit))
-        finished = _finished(s, pending, meta)
-    cache.forget_except(set(meta))
+        entries = active.refresh(s, now, full)
+        pending = [e.job for e in entries.values() if e.meta.state == "PENDING"]
+        running = [e.running for e in entries.values() if e.running is not None]
+        finished = _finished(s, pending)
+    pending.sort(key=lambda j: j.id)
+    running.sort(key=lambda r: r.job.id)
     with ctl.lock:
         snap = Snapshot(
             cluster=ctl.live_cluster(),
@@ -139,10 +210,10 @@ def load(ctl: Any, cache: RequestCache, now: float, backfill: bool) -> Loaded:
             finished=finished,
             backfill=backfill,
         )
-    return Loaded(snap, meta)
+    return Loaded(snap, {j: e.meta for j, e in entries.items()}, entries)
 
 
-def _finished(s: Session, pending: list[Job], active: dict[int, Meta]) -> dict[str, str]:
+def _finished(s: Session, pending: list[Job]) -> dict[str, str]:
     """Final states of the jobs that pending jobs depend on."""
     ids: set[str] = set()
     for j in pending:
@@ -150,9 +221,11 @@ def _finished(s: Session, pending: list[Job], active: dict[int, Meta]) -> dict[s
         if dep is None:
             continue
         for item in dep.items:
-            ids.update(i for i in item.job_ids)
+            ids.update(item.job_ids)
     ids = {i for i in ids if i.split("_", 1)[0].isdigit()}
     if not ids:
         return {}
     states = jobrepo.final_states(s, ids)
     return {k: v for k, v in states.items() if JobState(v).finished}
+
+

@@ -20,6 +20,12 @@ from tide.store.models import JobEventRow, JobRow
 ACTIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 
 
+def touched(session: Session) -> set[int]:
+    """Ids of jobs this session wrote; the controller's after_commit hook reads
+    them to refresh its in-memory queue (tide.server.snapshot)."""
+    return session.info.setdefault("touched_jobs", set())  # type: ignore[no-any-return]
+
+
 def max_job_id(session: Session) -> int:
     return int(session.scalar(select(func.max(JobRow.id))) or 0)
 
@@ -28,6 +34,7 @@ def insert_jobs(session: Session, rows: Sequence[dict[str, Any]], actor: str = "
     """Insert new jobs (dicts of JobRow columns) and their 'submitted' events."""
     if not rows:
         return
+    touched(session).update(r["id"] for r in rows)
     session.execute(insert(JobRow), list(rows))
     session.execute(
         insert(JobEventRow),
@@ -62,6 +69,7 @@ def transition(
 ) -> bool:
     """Move a job from one of `from_states` to `to_state` (None: keep the state,
     only set `values`). Returns False, changing nothing, when the guard fails."""
+    touched(session).add(job_id)
     states = tuple(from_states)
     from_state = states[0] if len(states) == 1 else ""
     if to_state is not None and not from_state:

@@ -10,7 +10,7 @@ from tide.sched.fairshare import fair_tree_factors, sshare_rows
 from tide.sched.priority import compute_priorities
 from tide.server.auth import Principal
 from tide.server.errors import bad_request
-from tide.server.snapshot import RequestCache, load
+from tide.server.snapshot import load
 from tide.store import accounting
 
 
@@ -23,8 +23,7 @@ def share(ctl: Any) -> list[dict[str, Any]]:
 def priorities(
     ctl: Any, who: Principal, job_ids: list[str], users: list[str]
 ) -> list[dict[str, Any]]:
-    cache = ctl.loop._cache if ctl.loop is not None else RequestCache()
-    snap = load(ctl, cache, time.time(), False).snapshot
+    snap = load(ctl, ctl.active, time.time(), False).snapshot
     jobs = snap.pending
     if not who.operator:
         users = [who.user]
