@@ -102,9 +102,8 @@ class ActiveJobs:
         with self._lock:
             dirty, self._dirty = self._dirty, set()
         if full or now - self._full_at >= FULL_EVERY:
-            stmt = select(*_COLS).where(JobRow.state.in_(jobrepo.ACTIVE))
-            rows = list(session.execute(stmt))
-            entries = {r.id: self._entry(session, r, now) for r in rows}
+            stmt = select(*_COLS, JobRow.request).where(JobRow.state.in_(jobrepo.ACTIVE))
+            entries = {r.id: self._entry(session, r, now, r.request) for r in session.execute(stmt)}
             self._full_at = now
             self.full_reads += 1
             with self._lock:
@@ -116,10 +115,11 @@ class ActiveJobs:
             ids = sorted(dirty)
             found: dict[int, Entry | None] = dict.fromkeys(ids)
             for i in range(0, len(ids), CHUNK):
-                stmt = select(*_COLS).where(JobRow.id.in_(ids[i : i + CHUNK]))
+                # the request text comes along: changed rows are mostly new jobs
+                stmt = select(*_COLS, JobRow.request).where(JobRow.id.in_(ids[i : i + CHUNK]))
                 for r in session.execute(stmt):
                     active = r.state in jobrepo.ACTIVE
-                    found[r.id] = self._entry(session, r, now) if active else None
+                    found[r.id] = self._entry(session, r, now, r.request) if active else None
             with self._lock:
                 for job_id, entry in found.items():
                     if entry is None:
@@ -130,8 +130,8 @@ class ActiveJobs:
         with self._lock:
             return dict(self._entries)
 
-    def _entry(self, session: Session, r: Any, now: float) -> Entry:
-        req = self._request(session, r.id, r.rev)
+    def _entry(self, session: Session, r: Any, now: float, text: str | None = None) -> Entry:
+        req = self._request(session, r.id, r.rev, text)
         job = Job(
             id=r.id,
             request=req,
@@ -159,12 +159,13 @@ class ActiveJobs:
             running = Running(job, alloc, start, start + limit)
         return Entry(job, meta, running)
 
-    def _request(self, session: Session, job_id: int, rev: int) -> JobRequest:
+    def _request(self, session: Session, job_id: int, rev: int, text: str | None) -> JobRequest:
         with self._lock:
             hit = self._reqs.get(job_id)
         if hit is not None and hit[0] == rev:
             return hit[1]
-        text = session.scalar(select(JobRow.request).where(JobRow.id == job_id))
+        if text is None:
+            text = session.scalar(select(JobRow.request).where(JobRow.id == job_id))
         req = codec.request_from_json(text or "{}")
         with self._lock:
             self._reqs[job_id] = (rev, req)
@@ -227,5 +228,3 @@ def _finished(s: Session, pending: list[Job]) -> dict[str, str]:
         return {}
     states = jobrepo.final_states(s, ids)
     return {k: v for k, v in states.items() if JobState(v).finished}
-
-
