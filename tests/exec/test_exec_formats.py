@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -228,8 +229,8 @@ def test_task_env_respects_user_master(user_env: dict[str, str], addr: str, port
 
 
 def test_spec_json_round_trip() -> None:
-    spec = _spec(env={"A": "1"}, time_limit=5, signal="B:USR1")
-    assert spec_from_json(spec_to_json(spec)) == spec
+    spec = _spec(env={"A": "1"}, time_limit=5, signal="B:USR1", script_args=("a", "b c"))
+    assert spec_from_json(json.loads(json.dumps(spec_to_json(spec)))) == spec
 
 
 @pytest.mark.parametrize(("code", "sig", "text"), [(0, 0, "0:0"), (1, 0, "1:0"), (0, 9, "0:9")])

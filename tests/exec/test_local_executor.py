@@ -253,6 +253,10 @@ sleep 300 & echo $! > child$SLURM_PROCID.pid; wait'
     report = runner.wait(501)
     assert time.monotonic() - t0 < 5
     assert report.reason == "cancelled"
+    # exit.json is the supervisor's last write; it exits right after.
+    deadline = time.monotonic() + 2
+    while runner.ex.supervisor_pid(501) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
     for pid in [*pids, sup, int(runtime["batch_pid"])]:
         assert _gone(pid), f"pid {pid} survived the cancel"
     assert procs.pids_with_env(jobdir.ENV_JOB_DIR, str(job_dir)) == []
@@ -281,9 +285,13 @@ while true; do sleep 0.1; done
 @pytest.mark.slow
 def test_controller_restart_readopts_and_collects(runner: Runner, tmp_path: Path) -> None:
     runner.launch(801, "#!/bin/sh\nsleep 0.2\nexit 4\n")  # ends while no controller runs
-    runner.launch(802, "#!/bin/sh\nsleep 1.5\nexit 5\n")  # still running at the restart
-    runner.ex.close()  # the controller goes away; supervisors do not
-    time.sleep(0.6)
+    runner.launch(802, "#!/bin/sh\nsleep 2.5\nexit 5\n")  # still running at the restart
+    first = runner.ex
+    first.close()  # the controller goes away; supervisors do not
+    deadline = time.monotonic() + 5
+    while first.exit_record(801) is None or first.supervisor_pid(801) is not None:
+        assert time.monotonic() < deadline, "job 801 did not end"
+        time.sleep(0.05)
     second = make_executor(tmp_path / "state")
     assert second.running() == {802}
     runner.ex = second

@@ -80,7 +80,9 @@ def spec_to_json(spec: LaunchSpec) -> dict[str, Any]:
 
 
 def spec_from_json(data: dict[str, Any]) -> LaunchSpec:
-    fields = dict(data)
+    fields = {k: v for k, v in data.items() if k in LaunchSpec.__dataclass_fields__}
+    if "script_args" in fields:
+        fields["script_args"] = tuple(fields["script_args"])
     fields["nodes"] = [
         NodeLaunch(
             node=n["node"],
