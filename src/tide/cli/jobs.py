@@ -105,22 +105,23 @@ def queue(
     """
     codes = {v: k for k, v in render.STATE_CODE.items()}
     st = [codes.get(s.upper(), s.upper()) for s in csv_list(states)]
+    params = {
+        "state": st or None,
+        "user": csv_list(user),
+        "account": csv_list(account),
+        "partition": csv_list(partition),
+        "job": csv_list(jobs),
+        "name": csv_list(name),
+    }
     with api() as c:
-        data = c.get(
-            "/v1/jobs",
-            state=st or None,
-            user=csv_list(user),
-            account=csv_list(account),
-            partition=csv_list(partition),
-            job=csv_list(jobs),
-            name=csv_list(name),
-            format="columns",
-        )
-    if as_json:
-        cols = data["columns"]
-        print_json([dict(zip(cols, r, strict=True)) for r in data["rows"]])
-        return
-    render.queue(data["columns"], data["rows"], time.time(), start=start)
+        if not as_json:
+            # the server renders squeue text from its in-memory queue: fast at 100k jobs
+            fmt = "squeue-start" if start else "squeue"
+            sys.stdout.write(c.get_text("/v1/jobs", format=fmt, **params))
+            return
+        data = c.get("/v1/jobs", format="columns", **params)
+    cols = data["columns"]
+    print_json([dict(zip(cols, r, strict=True)) for r in data["rows"]])
 
 
 # --- scancel / scontrol --------------------------------------------------------------

@@ -40,6 +40,14 @@ class Client:
         self.close()
 
     def request(self, method: str, path: str, **kw: Any) -> Any:
+        r = self._send(method, path, **kw)
+        return r.json() if r.content else None
+
+    def get_text(self, path: str, **params: Any) -> str:
+        clean = {k: v for k, v in params.items() if v is not None and v != [] and v != ""}
+        return self._send("GET", path, params=clean).text
+
+    def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
         try:
             r = self._http.request(method, path, **kw)
         except httpx.ConnectError as e:
@@ -64,7 +72,7 @@ class Client:
                 str(body.get("field", "")),
                 str(body.get("fix", "")),
             )
-        return r.json() if r.content else None
+        return r
 
     def get(self, path: str, **params: Any) -> Any:
         clean = {k: v for k, v in params.items() if v is not None and v != [] and v != ""}

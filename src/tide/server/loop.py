@@ -230,7 +230,11 @@ class SchedulingLoop:
                 {"jid": job_id, "r": str(info.reason), "p": prio, "ps": planned, "pn": nodes}
             )
             self.ctl.active.set_meta(
-                job_id, reason=str(info.reason), priority=prio, planned_start=planned
+                job_id,
+                reason=str(info.reason),
+                priority=prio,
+                planned_start=planned,
+                planned_nodes=nodes,
             )
         t = JobRow.__table__
         if changes:

@@ -53,6 +53,8 @@ _COLS = (
     JobRow.reason,
     JobRow.priority,
     JobRow.planned_start,
+    JobRow.planned_nodes,
+    JobRow.nodelist,
 )
 
 
@@ -65,6 +67,8 @@ class Meta:
     reason: str
     priority: float
     planned_start: float | None
+    planned_nodes: str = ""
+    nodelist: str = ""
 
 
 @dataclass(slots=True)
@@ -89,6 +93,7 @@ class ActiveJobs:
         self._reqs: dict[int, tuple[int, JobRequest]] = {}
         self._dirty: set[int] = set()
         self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
         self._full_at = 0.0
         self.full_reads = 0
         self.partial_reads = 0
@@ -98,7 +103,12 @@ class ActiveJobs:
             self._dirty |= ids
 
     def refresh(self, session: Session, now: float, full: bool = False) -> dict[int, Entry]:
-        """Bring the mirror up to date; returns the live entries (a copy)."""
+        """Bring the mirror up to date; returns the live entries (a copy).
+        One refresh at a time, so an older read never overwrites a newer one."""
+        with self._refresh_lock:
+            return self._refresh(session, now, full)
+
+    def _refresh(self, session: Session, now: float, full: bool) -> dict[int, Entry]:
         with self._lock:
             dirty, self._dirty = self._dirty, set()
         if full or now - self._full_at >= FULL_EVERY:
@@ -150,7 +160,9 @@ class ActiveJobs:
             priority_override=r.priority_override,
             site_factor=r.site_factor,
         )
-        meta = Meta(r.rev, r.state, r.reason, r.priority, r.planned_start)
+        meta = Meta(
+            r.rev, r.state, r.reason, r.priority, r.planned_start, r.planned_nodes, r.nodelist
+        )
         running = None
         if r.state != "PENDING" and r.allocation:
             alloc: Allocation = codec.alloc_from_json(r.allocation)  # type: ignore[assignment]

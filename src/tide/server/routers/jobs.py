@@ -75,8 +75,23 @@ def list_jobs(
     start: Annotated[float | None, Query(description="ended at/after (epoch)")] = None,
     end: Annotated[float | None, Query(description="submitted at/before (epoch)")] = None,
     limit: Annotated[int | None, Query(ge=1)] = None,
-    format: Annotated[str, Query(description="'objects' or 'columns' (compact)")] = "objects",
+    format: Annotated[
+        str, Query(description="'objects', 'columns' (compact), 'squeue' or 'squeue-start' (text)")
+    ] = "objects",
 ) -> Response:
+    if format in ("squeue", "squeue-start"):
+        text = svc.queue_text(
+            ctl_of(request),
+            p,
+            _csv(job),
+            _csv(state),
+            _csv(user),
+            _csv(account),
+            _csv(partition),
+            _csv(name),
+            start=format == "squeue-start",
+        )
+        return Response(text, media_type="text/plain; charset=utf-8")
     states = tuple(s.upper() for s in _csv(state))
     if not states and not all and start is None:
         states = ACTIVE

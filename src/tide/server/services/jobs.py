@@ -87,6 +87,44 @@ def listing(ctl: Any, who: Principal, f: jobrepo.JobFilter) -> tuple[list[str], 
     return list(views.QUEUE_COLUMNS), [list(r) for r in rows]
 
 
+def queue_text(
+    ctl: Any,
+    who: Principal,
+    ids: tuple[str, ...],
+    states: tuple[str, ...],
+    users: tuple[str, ...],
+    accounts: tuple[str, ...],
+    partitions: tuple[str, ...],
+    names: tuple[str, ...],
+    start: bool = False,
+) -> str:
+    """squeue text from the in-memory queue (tide.server.queue_text)."""
+    from tide.server.queue_text import QueueFilter, render
+
+    if not who.operator:
+        if users and set(users) != {who.user}:
+            raise forbidden(f"user {who.user!r} may list only their own jobs", "drop --user")
+        users = (who.user,)
+    job_ids = set()
+    for j in ids:
+        head = j.split("_", 1)[0]
+        if not head.isdigit():
+            raise bad_request(f"job id {j!r} is not a number", "job", "e.g. job=12")
+        job_ids.add(int(head))
+    f = QueueFilter(
+        ids=frozenset(job_ids),
+        states=frozenset(s.upper() for s in states),
+        users=frozenset(users),
+        accounts=frozenset(accounts),
+        partitions=frozenset(partitions),
+        names=frozenset(names),
+    )
+    now = time.time()
+    with ctl.sessions() as s:
+        entries = ctl.active.refresh(s, now)
+    return render(entries.values(), f, now, start)
+
+
 def cancel(
     ctl: Any, who: Principal, text: str, sig: str | None = None, reason: str = ""
 ) -> list[dict[str, Any]]:
