@@ -111,12 +111,22 @@ class Controller:
     def stop(self) -> None:
         if self.loop is not None:
             self.loop.stop()
+            self._save_usage()
         if self.writer is not None:
             self.writer.stop()
         if self.executor is not None:
             self.executor.close()
         if self.engine is not None:
             self.engine.dispose()
+
+    def _save_usage(self) -> None:
+        with self.lock:
+            usage, when = dict(self.usage), self.usage_time
+        try:
+            with self.sessions.begin() as ses:
+                usagerepo.save(ses, usage, {}, when)
+        except Exception:
+            log.warning("could not save fair-share usage at shutdown", exc_info=True)
 
     def _bootstrap(self, file_tree: AccountTree) -> None:
         now = time.time()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
+LAUNCH_WORKERS = 4  # jobs launched at once after a pass
 PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
 
 
@@ -199,8 +201,12 @@ class SchedulingLoop:
             if now - self._usage_saved >= USAGE_SAVE_EVERY:
                 usagerepo.save(s, dict(ctl.usage), {}, now)
                 self._usage_saved = now
-        for job_id, alloc, partition in launched:
-            self._launch(job_id, alloc, partition, snap)
+        if len(launched) == 1:
+            self._launch(*launched[0], snap)
+        elif launched:  # an executor may take a moment per job (a process to start)
+            with ThreadPoolExecutor(max_workers=LAUNCH_WORKERS) as pool:
+                for job_id, alloc, partition in launched:
+                    pool.submit(self._launch, job_id, alloc, partition, snap)
         return len(launched)
 
     def _write_pending(self, s: Any, loaded: Loaded, d: Decisions) -> None:
