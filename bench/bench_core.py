@@ -79,27 +79,24 @@ def request(rng: np.random.Generator) -> JobRequest:
 
 
 def running_jobs(cluster: Cluster, n: int, rng: np.random.Generator) -> list[Running]:
-    """Fill the cluster greedily with n running jobs (fewer if it is full)."""
-    free = np.full(len(cluster.nodes), 8)
-    cores = np.zeros(len(cluster.nodes), dtype=int)
+    """Up to n running jobs packed onto the cluster (first fit over a rotating
+    cursor), so the cluster ends up mostly full with mixed fragments."""
+    n_nodes = len(cluster.nodes)
+    free = np.full(n_nodes, 8)
+    cores = np.zeros(n_nodes, dtype=int)
     out: list[Running] = []
     cursor = 0
     for jid in range(1, n + 1):
         req = request(rng)
-        k = req.nodes_min or 1
-        g = req.gpus_per_node or 1
-        picks = []
-        for _ in range(len(cluster.nodes)):
-            if len(picks) == k:
-                break
-            if free[cursor] >= g and cursor not in picks:
-                picks.append(cursor)
-            cursor = (cursor + 1) % len(cluster.nodes)
-        if len(picks) < k:
-            break
+        k, g = req.nodes_min or 1, req.gpus_per_node or 1
+        cand = np.flatnonzero(free >= g)
+        if len(cand) < k:
+            continue
+        cand = np.roll(cand, -int(np.searchsorted(cand, cursor)))[:k]
+        cursor = (int(cand[-1]) + 1) % n_nodes
         nas = []
-        for node in picks:
-            first = 8 - free[node]
+        for node in cand.tolist():
+            first = 8 - int(free[node])
             nas.append(NodeAlloc(node, tuple(range(first, first + g)), (int(cores[node]),), 0))
             free[node] -= g
             cores[node] += 1

@@ -86,6 +86,9 @@ class AccountTree:
     accounts: dict[str, Account] = field(default_factory=dict)
     users: list[UserAssoc] = field(default_factory=list)
     qos: dict[str, Qos] = field(default_factory=lambda: {"normal": Qos("normal")})
+    _index: tuple[tuple[int, int], dict[tuple[str, str], UserAssoc]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.accounts.setdefault("root", Account("root", parent=None))
@@ -97,10 +100,18 @@ class AccountTree:
         return [u for u in self.users if u.account == account]
 
     def assoc(self, user: str, account: str) -> UserAssoc | None:
-        for u in self.users:
-            if u.user == user and u.account == account:
-                return u
-        return None
+        return self._assoc_index().get((user, account))
+
+    def _assoc_index(self) -> dict[tuple[str, str], UserAssoc]:
+        """(user, account) -> association; rebuilt when the user list changes
+        (lookups happen per job per cycle, so a linear scan would dominate)."""
+        key = (id(self.users), len(self.users))
+        if self._index is None or self._index[0] != key:
+            index: dict[tuple[str, str], UserAssoc] = {}
+            for u in self.users:
+                index.setdefault((u.user, u.account), u)
+            self._index = (key, index)
+        return self._index[1]
 
     def default_account(self, user: str) -> str | None:
         first = None

@@ -23,8 +23,8 @@ from tide.sched.deps import DepState, DepWorld, evaluate
 from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.limits import LimitChecker
-from tide.sched.placement import Free, Pick, concrete, select_nodes
-from tide.sched.plan import INF, Plan
+from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
+from tide.sched.plan import Plan
 from tide.sched.state import Usage
 from tide.sched.types import (
     Allocation,
@@ -183,8 +183,14 @@ def time_limit(job: Job, part: Partition | None, cfg: SchedulerConfig) -> int:
 def _main_pass(cyc: Cycle, order: list[int]) -> None:
     blocked: set[str] = set()
     pending = cyc.snap.pending
+    default = cyc.snap.cluster.default_partition()
     for i in order:
         job = pending[i]
+        if blocked and quick_reason(job, cyc.snap.now) is None:
+            names = [job.partition] if job.partition else job.request.partitions
+            if all(n in blocked for n in names or [default.name if default else ""]):
+                cyc.decisions.pending[job.id] = _PRIORITY  # behind a blocked job
+                continue
         ctx = _ready(cyc, job)
         if ctx is None:
             continue
@@ -420,31 +426,24 @@ def _hold_gpu_count(cyc: Cycle, plan: Plan, gpus: int, start: float, end: float,
 
 
 def _reserve(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> bool:
-    """Find the job's earliest start in the plan and hold what it needs then."""
-    shape, now = ctx.shape, cyc.snap.now
+    """Find the job's earliest start in the plan and hold its nodes then."""
+    shape = ctx.shape
     res = cyc.snap.config.bf_resolution
     for eligible in ctx.eligible:
-        bound = plan.earliest_bound(shape, eligible)
-        if bound == INF or bound > horizon:
-            continue
-        late_first = -plan.node_ready(shape)
-        for t in _rounded(plan.candidates(max(bound, now), horizon), now, res):
-            free = plan.free_at(t, shape.time_limit, skip=ctx.reservation)
-            pick = select_nodes(cyc.ix, free, shape, eligible, ctx.max_leaves(t), late_first)
+        times, ready = plan.reservation_candidates(shape, eligible, ctx.reservation, horizon, res)
+        late_first = -ready  # nodes free sooner stay open for backfill
+        for t in times:
+            if shape.spread:
+                free = plan.free_at(t, shape.time_limit, skip=ctx.reservation)
+                pick = select_nodes(cyc.ix, free, shape, eligible, ctx.max_leaves(t), late_first)
+            else:
+                cap = plan.fit_at(t, shape, eligible, ready, ctx.reservation)
+                pick = select_by_capacity(cyc.ix, cap, shape, ctx.max_leaves(t), late_first)
             if pick is None:
                 continue
-            for p in pick.nodes:
-                plan.holds.add(
-                    p.node, t, t + shape.time_limit, p.gpus, p.cores, p.mem, shape.exclusive
-                )
+            for p in pick.nodes:  # node-granular, like Slurm's backfill map
+                plan.hold(p.node, t, t + shape.time_limit)
             nodes = tuple(p.node for p in pick.nodes)
             cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES, t, nodes)
             return True
     return False
-
-
-def _rounded(times: list[float], now: float, res: int) -> list[float]:
-    if res <= 1:
-        return times
-    out = sorted({t if t <= now else now + -(-(t - now) // res) * res for t in times})
-    return out

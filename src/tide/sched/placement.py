@@ -99,7 +99,21 @@ def select_nodes(
     order: np.ndarray | None = None,
 ) -> Pick | None:
     """Choose nodes for the whole job, or None when it does not fit."""
-    cap = capacity(ix, free, shape, eligible)
+    return select_by_capacity(
+        ix, capacity(ix, free, shape, eligible), shape, max_leaves, order, free
+    )
+
+
+def select_by_capacity(
+    ix: ClusterIndex,
+    cap: np.ndarray,
+    shape: Shape,
+    max_leaves: int | None = None,
+    order: np.ndarray | None = None,
+    free: Free | None = None,
+) -> Pick | None:
+    """select_nodes on a capacity the caller computed (per node: fits 1/0, or
+    usable GPUs for a spread shape, which also needs `free`)."""
     need = shape.total_gpus if shape.spread else shape.nodes_min
     if need <= 0:
         need = 1 if not shape.spread else 0
@@ -110,8 +124,12 @@ def select_nodes(
     if leaves is None:
         return None
     if shape.spread:
+        assert free is not None
         return _fill_spread(ix, free, shape, cap, leaves, order)
-    return _fill_fixed(ix, free, shape, cap, leaves, order)
+    if order is None:
+        assert free is not None
+        order = free.gpus  # best fit: the fewest free GPUs that suffice
+    return _fill_fixed(ix, shape, cap, leaves, order)
 
 
 def _choose_leaves(
@@ -174,13 +192,11 @@ def _ordered(ix: ClusterIndex, nodes: np.ndarray, key: np.ndarray) -> np.ndarray
 
 def _fill_fixed(
     ix: ClusterIndex,
-    free: Free,
     shape: Shape,
     cap: np.ndarray,
     plan: dict[int, int],
-    order: np.ndarray | None,
+    key: np.ndarray,
 ) -> Pick:
-    key = free.gpus if order is None else order
     extra = shape.nodes_max - shape.nodes_min
     picks: list[NodePick] = []
     cores = node_cores(ix, shape.cpus_per_node)
@@ -190,7 +206,7 @@ def _fill_fixed(
         take = min(len(nodes), quota + extra)
         extra -= take - quota
         for n in nodes[:take]:
-            picks.append(_node_pick(ix, free, shape, int(n), shape.gpus_per_node, int(cores[n])))
+            picks.append(_node_pick(ix, shape, int(n), shape.gpus_per_node, int(cores[n])))
     return Pick(tuple(picks), len(plan), _min_leaves(ix, shape))
 
 
@@ -215,10 +231,10 @@ def _fill_spread(
             if cap[n] >= remaining:
                 fits = [m for m in nodes if cap[m] >= remaining and not _taken(picks, m)]
                 best = min(fits, key=lambda m: (cap[m], m))
-                picks.append(_spread_pick(ix, free, shape, int(best), remaining, cores))
+                picks.append(_spread_pick(ix, shape, int(best), remaining, cores))
                 remaining = 0
                 break
-            picks.append(_spread_pick(ix, free, shape, int(n), int(cap[n]), cores))
+            picks.append(_spread_pick(ix, shape, int(n), int(cap[n]), cores))
             remaining -= int(cap[n])
     if len(picks) > shape.nodes_max or len(picks) < shape.nodes_min:
         return None
@@ -230,17 +246,15 @@ def _taken(picks: list[NodePick], node: int) -> bool:
 
 
 def _spread_pick(
-    ix: ClusterIndex, free: Free, shape: Shape, node: int, gpus: int, cores: np.ndarray
+    ix: ClusterIndex, shape: Shape, node: int, gpus: int, cores: np.ndarray
 ) -> NodePick:
     n_cores = int(cores[node])
     if shape.cpus_per_gpu:
         n_cores = max(n_cores, -(-(shape.cpus_per_gpu * gpus) // int(ix.tpc[node])))
-    return _node_pick(ix, free, shape, node, gpus, n_cores)
+    return _node_pick(ix, shape, node, gpus, n_cores)
 
 
-def _node_pick(
-    ix: ClusterIndex, free: Free, shape: Shape, node: int, gpus: int, cores: int
-) -> NodePick:
+def _node_pick(ix: ClusterIndex, shape: Shape, node: int, gpus: int, cores: int) -> NodePick:
     mem = shape.mem_per_node or shape.mem_per_gpu * gpus
     if shape.exclusive:
         return NodePick(node, int(ix.gpus[node]), int(ix.cores[node]), int(ix.mem[node]))

@@ -2,12 +2,17 @@
 
 What a node has free at time t = free now + what running jobs release by t
 (their time limits: the plan never assumes a job ends early) - what holds
-(reservations made by this cycle's plan, advance reservations) take during
-the job's window. Releases are kept per node in padded arrays sorted by
-time, so "free at t" is one vectorised pass; holds are a flat list checked
-by overlap. Summing every hold that overlaps the window, whether or not the
-holds overlap each other, is conservative: a backfilled job can never delay
-a hold, at worst it waits a little longer than needed.
+take during the job's window. Releases are kept per node in padded arrays
+sorted by time, so "free at t" is one vectorised pass; holds are a flat list
+checked by overlap. Two kinds of hold:
+- whole-node holds: the reservations the plan gives pending jobs, and
+  advance reservations. Like Slurm's backfill map (node_space_map's
+  avail_bitmap), a reserved node is unavailable to others for the window;
+- amount holds: jobs started by this very backfill pass (they hold exactly
+  what they took) and GPU-count advance reservations.
+Summing every hold that overlaps the window, whether or not the holds
+overlap each other, is conservative: a backfilled job can never delay a
+hold, at worst it waits a little longer than needed.
 
 Example: node n has 2 free GPUs now and a 6-GPU job ending at t=100. A
 4-GPU job of 50 s fits n at t=100; if a hold takes 4 GPUs of n in
@@ -30,17 +35,18 @@ from tide.sched.types import Allocation
 INF = float("inf")
 
 
-@dataclass(slots=True)
 class Holds:
-    node: list[int] = field(default_factory=list)
-    start: list[float] = field(default_factory=list)
-    end: list[float] = field(default_factory=list)
-    gpus: list[int] = field(default_factory=list)
-    cores: list[int] = field(default_factory=list)
-    mem: list[int] = field(default_factory=list)
-    whole: list[bool] = field(default_factory=list)  # exclusive / MAINT: the whole node
-    tag: list[str] = field(default_factory=list)  # advance reservation name, "" for jobs
-    _arrays: tuple[np.ndarray, ...] | None = None
+    """Holds in growable numpy columns (appends are amortised O(1), and the
+    plan reads them as arrays on every query)."""
+
+    _COLS = (
+        ("node", np.int64), ("start", np.float64), ("end", np.float64), ("gpus", np.int64),
+        ("cores", np.int64), ("mem", np.int64), ("whole", bool), ("tag", object),
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._data = {name: np.zeros(16, dtype=dt) for name, dt in self._COLS}
 
     def add(
         self,
@@ -53,32 +59,21 @@ class Holds:
         whole: bool,
         tag: str = "",
     ) -> None:
-        self.node.append(node)
-        self.start.append(start)
-        self.end.append(end)
-        self.gpus.append(gpus)
-        self.cores.append(cores)
-        self.mem.append(mem)
-        self.whole.append(whole)
-        self.tag.append(tag)
-        self._arrays = None
+        if self._n == len(self._data["node"]):
+            for name, col in self._data.items():
+                grown = np.zeros(2 * len(col), dtype=col.dtype)
+                grown[: self._n] = col
+                self._data[name] = grown
+        row = (node, start, end, gpus, cores, mem, whole, tag)
+        for (name, _), value in zip(self._COLS, row, strict=True):
+            self._data[name][self._n] = value
+        self._n += 1
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        if self._arrays is None:
-            self._arrays = (
-                np.array(self.node, dtype=np.int64),
-                np.array(self.start, dtype=np.float64),
-                np.array(self.end, dtype=np.float64),
-                np.array(self.gpus, dtype=np.int64),
-                np.array(self.cores, dtype=np.int64),
-                np.array(self.mem, dtype=np.int64),
-                np.array(self.whole, dtype=bool),
-                np.array(self.tag, dtype=object),
-            )
-        return self._arrays
+        return tuple(self._data[name][: self._n] for name, _ in self._COLS)
 
     def __len__(self) -> int:
-        return len(self.node)
+        return self._n
 
 
 @dataclass(slots=True)
@@ -95,6 +90,7 @@ class Plan:
     rel_m: np.ndarray
     all_times: np.ndarray  # every distinct release time, sorted
     holds: Holds = field(default_factory=Holds)
+    _ready: dict[tuple, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -155,6 +151,19 @@ class Plan:
             return self._minus_holds(t, duration, g, c, m, skip)
         return Free(g, c, m)
 
+    def hold(
+        self,
+        node: int,
+        start: float,
+        end: float,
+        gpus: int = 0,
+        cores: int = 0,
+        mem: int = 0,
+        whole: bool = True,
+        tag: str = "",
+    ) -> None:
+        self.holds.add(node, start, end, gpus, cores, mem, whole, tag)
+
     def _minus_holds(
         self,
         t: float,
@@ -194,7 +203,14 @@ class Plan:
         return float(np.partition(e, need_nodes - 1)[need_nodes - 1])
 
     def node_ready(self, shape: Shape) -> np.ndarray:
-        """Per node, when running jobs will have released enough for one node's share."""
+        """Per node, when running jobs will have released enough for one node's
+        share (memoised per shape: running jobs do not change within a pass)."""
+        key = (shape.gpus_per_node, shape.cpus_per_node, shape.mem_per_node, shape.exclusive)
+        if key not in self._ready:
+            self._ready[key] = self._node_ready(shape)
+        return self._ready[key]
+
+    def _node_ready(self, shape: Shape) -> np.ndarray:
         ix = self.ix
         if shape.exclusive:
             busy = (self.free_gpus < ix.gpus) | (self.free_cores < ix.cores)
@@ -233,6 +249,71 @@ class Plan:
         hit = np.flatnonzero(cum >= shape.total_gpus)
         return float(times[order][hit[0]]) if hit.size else INF
 
+    def hold_aware_ready(
+        self, ready: np.ndarray, duration: float, skip: str | None = None
+    ) -> np.ndarray:
+        """Push each node's ready time past the whole-node holds its window
+        would overlap (a fixed point: one push can land in the next hold)."""
+        hn, hs, he, _, _, _, hw, tags = self.holds.arrays()
+        sel = hw if not skip else hw & (tags != skip)
+        nodes, starts, ends = hn[sel], hs[sel] - duration, he[sel]
+        e = ready.copy()
+        for _ in range(len(nodes) + 1):
+            cur = e[nodes]
+            hit = (starts < cur) & (cur < ends)
+            if not hit.any():
+                break
+            np.maximum.at(e, nodes[hit], ends[hit])
+        return e
+
+    def reservation_candidates(
+        self, shape: Shape, eligible: np.ndarray, skip: str | None, horizon: float, res: int
+    ) -> tuple[list[float], np.ndarray]:
+        """Start times worth testing for a job, earliest first (rounded up to
+        bf_resolution), and each node's hold-aware ready time."""
+        ready = self.node_ready(shape)
+        if len(self.holds):
+            ready = self.hold_aware_ready(ready, shape.time_limit, skip)
+        if shape.spread:
+            bound = self._spread_bound(shape, eligible)
+            times = self.candidates(max(bound, self.now), horizon) if bound < INF else []
+            return times, ready
+        e = ready[eligible]
+        need = shape.nodes_min
+        if e.size < need:
+            return [], ready
+        bound = float(np.partition(e, need - 1)[need - 1])
+        later = e[(e >= bound) & (e <= horizon)]
+        if len(self.holds):  # amount holds end: capacity comes back there too
+            ends = self.holds.arrays()[2]
+            later = np.concatenate([later, ends[(ends > bound) & (ends <= horizon)]])
+        later = _round_up(later, self.now, res)
+        if later.size > 4 * MAX_CANDIDATES:
+            later = np.partition(later, 4 * MAX_CANDIDATES)[: 4 * MAX_CANDIDATES]
+        return np.unique(later)[:MAX_CANDIDATES].tolist(), ready
+
+    def fit_at(
+        self, t: float, shape: Shape, eligible: np.ndarray, ready: np.ndarray, skip: str | None
+    ) -> np.ndarray:
+        """1/0 per node: can it take one node's share of a fixed-shape job for
+        [t, t + limit)? Ready by t (releases), no whole-node hold in the window,
+        and room left beside the amount holds that overlap it."""
+        ok = eligible & (ready <= t)
+        if not len(self.holds):
+            return ok.astype(np.int64)
+        nodes, starts, ends, _, _, _, whole, tags = self.holds.arrays()
+        hit = (starts < t + shape.time_limit) & (ends > t)
+        if skip:
+            hit &= tags != skip
+        # an exclusive job wants nodes nothing else touches in its window
+        ok[nodes[hit if shape.exclusive else hit & whole]] = False
+        if (hit & ~whole).any() and not shape.exclusive:
+            free = self.free_at(t, shape.time_limit, skip)
+            ok &= free.gpus >= shape.gpus_per_node
+            ok &= free.cores >= node_cores(self.ix, shape.cpus_per_node)
+            ok &= free.mem >= shape.mem_per_node
+        return ok.astype(np.int64)
+
     def candidates(self, start: float, horizon: float) -> list[float]:
         """Times worth testing from `start`: release times and hold ends."""
         times = [start]
@@ -242,6 +323,17 @@ class Plan:
             ends = self.holds.arrays()[2]
             times.extend(ends[(ends > start) & (ends <= horizon)].tolist())
         return sorted(set(times))
+
+
+MAX_CANDIDATES = 64  # start times tested per job before it goes without a hold
+
+
+def _round_up(times: np.ndarray, now: float, res: int) -> np.ndarray:
+    """Future times rounded up to bf_resolution steps from now (Slurm plans
+    in bf_resolution slots)."""
+    if res <= 1:
+        return times
+    return np.where(times <= now, times, now + np.ceil((times - now) / res) * res)
 
 
 def _free_arrays(usage: Usage, share: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
