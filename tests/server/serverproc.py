@@ -15,6 +15,10 @@ import httpx
 DATA = Path(__file__).with_name("data")
 
 
+class PortTaken(RuntimeError):
+    pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -33,7 +37,17 @@ class ServerProc:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = data_dir / "server.log"
 
-    def start(self, timeout: float = 60.0) -> ServerProc:
+    def start(self, timeout: float = 120.0) -> ServerProc:
+        """Start and wait for /v1/ping; a port taken meanwhile means another try."""
+        for _ in range(3):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> ServerProc:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = [
             sys.executable,
@@ -53,7 +67,11 @@ class ServerProc:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()[-3000:]}")
+                text = self.log.read_text()[-3000:]
+                if "address already in use" in text:
+                    self.log.unlink()
+                    raise PortTaken(text)
+                raise RuntimeError(f"server exited: {text}")
             try:
                 if httpx.get(self.url + "/v1/ping", timeout=1).status_code == 200:
                     return self
