@@ -147,3 +147,9 @@ class Decisions:
     # Snapshot.bound), and jobs whose bound pods are released (evicted)
     binds: dict[int, Allocation] = field(default_factory=dict)
     unbinds: list[int] = field(default_factory=list)
+    # per-job bookkeeping a policy keeps between cycles (e.g. Kueue's admission
+    # time); the driver merges it into Job.meta, a None value removes the key
+    meta: dict[int, dict[str, object]] = field(default_factory=dict)
+    # the earliest time the policy needs another cycle even if no job arrives
+    # or ends (a timeout, a requeue backoff); None = no such need
+    wake: float | None = None

@@ -1,0 +1,135 @@
+"""`tide`: the Slurm cycle (tide.sched.cycle, its phases reused as they are)
+with three changes, each measured on the bundled demo scenario
+(docs/policies.md has the numbers):
+
+1. Run-time prediction for backfill, as EASY++ (Tsafrir, Etsion, Feitelson,
+   "Backfilling Using System-Generated Predictions Rather Than User Runtime
+   Estimates", IEEE TPDS 2007): the plan trusts a predicted run time instead
+   of the time limit, both for running jobs (their planned end) and for the
+   jobs it places (how long they hold what they take). The driver makes the
+   predictions (Snapshot.predicted; the twin: the mean of the user's last two
+   run times, capped by the limit). A running job that outlives its prediction
+   is planned to its limit again (EASY++'s correction). Site rules (MaxWall,
+   partition MaxTime) still see the real limits, and while an advance
+   reservation lies ahead jobs are planned with their limits, so no job can
+   start into a maintenance window.
+2. Shortest predicted job first among the jobs behind the first one the main
+   pass left blocked on resources (SJBF in EASY++): short jobs fill holes
+   first. The blocked job keeps its place and its reservation, which bounds
+   the wait of the largest jobs exactly as in `slurm`, and a job that has
+   waited `aged` seconds (4 h) is no longer overtaken by shorter ones: it
+   joins the head in priority order.
+3. Backfill at every cycle (the core is fast enough), not every bf_interval.
+Placement is the core's: topology-aware best fit (fewest free GPUs that
+suffice), which keeps large contiguous sets free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from tide.model.sched_config import BackfillMode
+from tide.sched import cycle as _cycle
+from tide.sched.cycle import Cycle
+from tide.sched.eligibility import build_context
+from tide.sched.index import ClusterIndex
+from tide.sched.policies.gate import open_cycle
+from tide.sched.state import Usage
+from tide.sched.types import Decisions, Reason, Running, Snapshot
+
+AGED = 4 * 3600.0  # seconds of wait after which shorter jobs no longer overtake a job
+
+
+class TidePolicy:
+    name = "tide"
+    uses_predictions = True  # the driver fills Snapshot.predicted
+
+    def __init__(
+        self,
+        index: ClusterIndex,
+        predict: bool = True,
+        sjbf: bool = True,
+        every_cycle: bool = True,
+        aged: float = AGED,
+        backfill: BackfillMode | None = None,  # None: the configured mode
+    ) -> None:
+        self.ix = index
+        self.predict = predict
+        self.sjbf = sjbf
+        self.every_cycle = every_cycle
+        self.aged = aged
+        self.backfill = backfill
+
+    def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
+        predict = self.predict and bool(snap.predicted)
+        if predict:
+            snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
+        cyc = open_cycle(snap, self.ix, usage)
+        if predict and cyc.resv is None:
+            _predicted_contexts(cyc)
+        order = _cycle._priorities(cyc)
+        _cycle._main_pass(cyc, order)
+        mode = self.backfill or snap.config.backfill
+        if (snap.backfill or self.every_cycle) and mode is not BackfillMode.NONE:
+            bf_order = _sjbf(cyc, order, self.aged) if self.sjbf else order
+            _cycle._backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
+        return cyc.decisions
+
+
+def _planned(r: Running, snap: Snapshot) -> Running:
+    """The running job as the plan sees it: ending at its predicted time, or at
+    its limit once it has outlived the prediction."""
+    pred = snap.predicted.get(r.job.id)
+    if pred is None:
+        return r
+    end = r.start + pred
+    if end <= snap.now or end >= r.end:
+        return r
+    return Running(r.job, r.alloc, r.start, end)
+
+
+def _predicted_contexts(cyc: Cycle) -> None:
+    """Build every pending job's context with its real limit (site rules), then
+    plan it with its predicted run time."""
+    snap = cyc.snap
+    for job in snap.pending:
+        pred = snap.predicted.get(job.id)
+        if pred is None or job.id in cyc.contexts:
+            continue
+        ctx = build_context(job, snap, cyc.ix, cyc.usage, cyc.limits)
+        if ctx is not None and ctx.reason is None:
+            limit = ctx.shape.time_limit
+            ctx.shape = replace(ctx.shape, time_limit=max(1, min(limit, math.ceil(pred))))
+        cyc.contexts[job.id] = ctx
+
+
+def _sjbf(cyc: Cycle, order: list[int], aged: float) -> list[int]:
+    """Priority order up to and including the first job the main pass left
+    blocked on resources, then the jobs that waited `aged` seconds (priority
+    order), then the rest shortest planned run first."""
+    pending, now = cyc.snap.pending, cyc.snap.now
+    cut = len(order)
+    for k, i in enumerate(order):
+        info = cyc.decisions.pending.get(pending[i].id)
+        if info is not None and info.reason is Reason.RESOURCES:
+            cut = k + 1
+            break
+    head, tail = order[:cut], order[cut:]
+
+    def waited(i: int) -> float:
+        job = pending[i]
+        return now - (job.eligible if job.eligible is not None else job.submit)
+
+    old = [i for i in tail if waited(i) >= aged]
+    young = [i for i in tail if waited(i) < aged]
+    rank = {i: k for k, i in enumerate(young)}
+
+    def planned(i: int) -> float:
+        ctx = cyc.contexts.get(pending[i].id)
+        return float(ctx.shape.time_limit) if ctx is not None else math.inf
+
+    return head + old + sorted(young, key=lambda i: (planned(i), rank[i]))
+
+
+__all__ = ["AGED", "TidePolicy"]
