@@ -132,11 +132,18 @@ def bench_queue(srv: ServerProc) -> dict[str, float]:
             stdout=subprocess.DEVNULL,
         )
         cli.append(time.perf_counter() - t0)
+    imp = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import tide.cli.main"], check=True)
+        imp.append(time.perf_counter() - t0)
     return {
         "rows": rows,
-        "api_s": min(api),
+        "api_json_columns_s": min(api),
+        "api_squeue_text_s": min(text),
         "cli_s": min(cli),
         "cli_median_s": statistics.median(cli),
+        "cli_import_only_s": min(imp),
     }
 
 

@@ -69,12 +69,14 @@ def accounts_of(n_accounts: int = 20, users_per: int = 10) -> AccountTree:
     return tree
 
 
-def request(rng: np.random.Generator) -> JobRequest:
-    kind = rng.random()
+def request(rng: np.random.Generator, multi: float = 0.3) -> JobRequest:
+    """Mixed sizes: single-node jobs of 1-8 GPUs, and multi-node jobs of
+    2-16 whole 8-GPU nodes with probability `multi`."""
+    kind = 1 - rng.random()
     limit = int(rng.choice([1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600]))
-    if kind < 0.7:
+    if kind > multi:
         return JobRequest(gpus_per_node=int(rng.choice([1, 2, 4, 8])), time_limit=limit)
-    nodes = int(rng.choice([2, 4, 8, 16]))
+    nodes = int(rng.choice([2, 4, 8, 16]) if multi > 0.1 else rng.choice([2, 4]))
     return JobRequest(nodes_min=nodes, nodes_max=nodes, gpus_per_node=8, time_limit=limit)
 
 
@@ -87,7 +89,7 @@ def running_jobs(cluster: Cluster, n: int, rng: np.random.Generator) -> list[Run
     out: list[Running] = []
     cursor = 0
     for jid in range(1, n + 1):
-        req = request(rng)
+        req = request(rng, multi=0.03)  # what runs is mostly small: 20k jobs fit
         k, g = req.nodes_min or 1, req.gpus_per_node or 1
         cand = np.flatnonzero(free >= g)
         if len(cand) < k:
