@@ -15,9 +15,12 @@ from typing import Any
 from tide.config.loader import LoadedCluster, bundled_names, resolve_cluster
 from tide.model import AccountTree, Cluster
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
-from tide.sched.index import build_index
+from tide.sched.index import ClusterIndex, build_index
+from tide.sim import count_fast
 from tide.sim.count_driver import CountDriver, NotCountable, count_applicable
+from tide.sim.count_fast import CountRun
 from tide.sim.engine import Engine
+from tide.sim.fastswf import read_swf_fast
 from tide.sim.faults import Fault, draw_faults
 from tide.sim.metrics import JobResult, Sample, compute_metrics
 from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
@@ -28,7 +31,6 @@ from tide.sim.workload import (
     generate,
     read_jsonl,
     read_openb,
-    read_swf,
 )
 from tide.sim.workload.presets import PRESETS
 
@@ -137,7 +139,7 @@ def _tree_shares(accounts: AccountTree) -> dict[str, float] | None:
 
 
 def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
-    wl = read_swf(
+    wl = read_swf_fast(
         path,
         filter=opts.swf_filter,
         estimates=opts.estimates,  # type: ignore[arg-type]
@@ -210,19 +212,16 @@ def run_policy(
     has_limits = any(not a.limits.is_empty() for a in inputs.accounts.accounts.values())
     if policy == "slurm" and not faults and count_applicable(ix, config, has_limits):
         part = cluster.default_partition()
-        driver = CountDriver(ix, config, part.name if part else "")
         try:
-            driver.run(inputs.jobs())
-            results = [driver.results[k] for k in sorted(driver.results)]
-            _fill_nodelists(ix.names, driver, results)
+            run = _count_run(inputs, ix, config, part.name if part else "")
             return _finish(
                 inputs,
                 policy,
-                results,
-                driver.samples,
+                run.results,
+                run.samples,
                 int(ix.gpus.sum()),
                 "count",
-                driver.account_seconds,
+                run.account_seconds,
             )
         except NotCountable:
             pass
@@ -231,6 +230,21 @@ def run_policy(
     )
     out = engine.run(inputs.jobs())
     return _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None)
+
+
+def _count_run(
+    inputs: SimInputs, ix: ClusterIndex, config: SchedulerConfig, partition: str
+) -> CountRun:
+    """The count driver: the C kernel when built (TIDE_NO_C=1 forces Python), same results."""
+    if count_fast.available():
+        run = count_fast.simulate(count_fast.count_input(inputs.jobs(), ix), ix, config, partition)
+        if run is not None:
+            return run
+    driver = CountDriver(ix, config, partition)
+    driver.run(inputs.jobs())
+    results = [driver.results[k] for k in sorted(driver.results)]
+    _fill_nodelists(ix.names, driver, results)
+    return CountRun(results, driver.samples, driver.account_seconds, driver.events, driver.cycles)
 
 
 def _fill_nodelists(names: list[str], driver: CountDriver, results: list[JobResult]) -> None:

@@ -1,0 +1,881 @@
+/* tide.sim._countsim: the twin's count driver (tide.sim.count_driver) and the
+ * core's count backend (tide.sched.count) as one C event loop.
+ *
+ * It is a transcription, not a new policy: every rule, every tie and every
+ * floating-point operation follows the Python code, so the two agree bit for
+ * bit (tests/sim/test_countsim.py checks it; TIDE_NO_C=1 forces Python).
+ * The comments name the Python function each part mirrors.
+ *
+ * Input: per job, in file order, submit time, run length (min(duration,
+ * limit)), nodes needed, planned limit and account index. Output: start
+ * times, node ids, per-account GPU-seconds and the sampled timeline; the
+ * Python side turns them into JobResults and Samples.
+ *
+ * Plain CPython C API, no third-party headers; the loop runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* gcc takes -ffp-contract=off (setup.py) */
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SUBMIT = 0, END = 3, BACKFILL = 5 }; /* count_driver's event kinds */
+enum { MODE_NONE = 0, MODE_EASY = 1, MODE_CONSERVATIVE = 2 };
+
+/* -- growable buffers ------------------------------------------------------ */
+
+typedef struct {
+    char *data;
+    size_t len, cap; /* bytes */
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, size_t size) {
+    if (buf_reserve(b, size))
+        return -1;
+    memcpy(b->data + b->len, src, size);
+    b->len += size;
+    return 0;
+}
+
+/* -- the event heap: (t, kind, seq) order, as heapq on tuples ----------------- */
+
+typedef struct {
+    double t;
+    int64_t kind, seq, job;
+} Event;
+
+static int ev_less(const Event *a, const Event *b) {
+    if (a->t != b->t)
+        return a->t < b->t;
+    if (a->kind != b->kind)
+        return a->kind < b->kind;
+    return a->seq < b->seq; /* seq is unique: the order is total */
+}
+
+typedef struct {
+    Event *e;
+    Py_ssize_t len, cap;
+} EvHeap;
+
+static int ev_push(EvHeap *h, Event ev) {
+    if (h->len == h->cap) {
+        Py_ssize_t cap = h->cap ? 2 * h->cap : 256;
+        Event *p = realloc(h->e, (size_t)cap * sizeof(Event));
+        if (!p)
+            return -1;
+        h->e = p;
+        h->cap = cap;
+    }
+    Py_ssize_t i = h->len++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (!ev_less(&ev, &h->e[up]))
+            break;
+        h->e[i] = h->e[up];
+        i = up;
+    }
+    h->e[i] = ev;
+    return 0;
+}
+
+static Event ev_pop(EvHeap *h) {
+    Event top = h->e[0], last = h->e[--h->len];
+    Py_ssize_t i = 0, n = h->len;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ev_less(&h->e[c + 1], &h->e[c]))
+            c++;
+        if (!ev_less(&h->e[c], &last))
+            break;
+        h->e[i] = h->e[c];
+        i = c;
+    }
+    if (n)
+        h->e[i] = last;
+    return top;
+}
+
+/* -- free node ids: a min-heap, as heapq on ints ------------------------------- */
+
+static void id_push(int32_t *h, int64_t *len, int32_t v) {
+    int64_t i = (*len)++;
+    while (i > 0) {
+        int64_t up = (i - 1) / 2;
+        if (h[up] <= v)
+            break;
+        h[i] = h[up];
+        i = up;
+    }
+    h[i] = v;
+}
+
+static int32_t id_pop(int32_t *h, int64_t *len) {
+    int32_t top = h[0], last = h[--(*len)];
+    int64_t i = 0, n = *len;
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= last)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n)
+        h[i] = last;
+    return top;
+}
+
+/* -- the simulation state ------------------------------------------------------- */
+
+typedef struct {
+    /* inputs (per job, file order) */
+    Py_ssize_t n;
+    const double *submit, *runlen, *limit;
+    const int64_t *need, *acct;
+    Py_ssize_t n_acct;
+    int64_t nodes, gpn;
+    int mode, sjf;
+    double bf_interval, plot_period;
+
+    /* CountBackend */
+    int64_t free;
+    int32_t *free_ids;
+    int64_t n_free_ids;
+    double *r_end; /* running_ends, sorted by end (order within a tie is irrelevant) */
+    int64_t *r_job;
+    Py_ssize_t r_len;
+    char *in_backend; /* limit_end has the job: not yet ended nor retired */
+    double *plan_end; /* limit_end: start + limit */
+    int64_t *q;       /* the queue: job indices */
+    Py_ssize_t q_len;
+    int64_t *arrival; /* CountJob.seq: any increasing arrival count orders the same */
+    int64_t n_arrived;
+    double *p_times; /* the conservative profile (scratch) */
+    int64_t *p_free, *floor;
+
+    /* CountDriver */
+    EvHeap heap;
+    int64_t seq, events, cycles;
+    Py_ssize_t next_feed;
+    double *start, *acct_seconds;
+    int64_t *off; /* job -> first slot in ids */
+    int32_t *ids;
+    int64_t *by_account;
+    int64_t *acct_order; /* accounts in first-start order (dict insertion order) */
+    Py_ssize_t n_order;
+    char *acct_seen;
+    double plot_t;
+    Buf s_t, s_alloc, s_idle, s_qlen, s_plot, p_acct, p_gpus;
+    int64_t last_alloc, last_idle, last_qlen, n_samples;
+} Sim;
+
+static int push(Sim *s, double t, int64_t kind, int64_t job) {
+    Event ev = {t, kind, ++s->seq, job};
+    return ev_push(&s->heap, ev);
+}
+
+/* CountDriver._feed */
+static int feed(Sim *s) {
+    if (s->next_feed >= s->n)
+        return 0;
+    Py_ssize_t j = s->next_feed++;
+    return push(s, s->submit[j], SUBMIT, j);
+}
+
+/* CountBackend._ending */
+static int64_t ending(const Sim *s, double now) {
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < s->r_len && s->r_end[i] <= now; i++)
+        total += s->need[s->r_job[i]];
+    return total;
+}
+
+/* CountBackend.submit (SJF: bisect_right on (limit, submit, seq)) */
+static int submit_job(Sim *s, int64_t j, double now) {
+    s->arrival[j] = s->n_arrived++;
+    Py_ssize_t pos = s->q_len;
+    if (s->sjf) {
+        Py_ssize_t lo = 0, hi = s->q_len;
+        double l = s->limit[j], t = s->submit[j];
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            int64_t k = s->q[mid];
+            int after; /* key(j) < key(k): j goes before k */
+            if (l != s->limit[k])
+                after = l < s->limit[k];
+            else if (t != s->submit[k])
+                after = t < s->submit[k];
+            else
+                after = s->arrival[j] < s->arrival[k];
+            if (after)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        pos = lo;
+        memmove(s->q + pos + 1, s->q + pos, (size_t)(s->q_len - pos) * sizeof(int64_t));
+    }
+    s->q[pos] = j;
+    s->q_len++;
+    return s->need[j] <= s->free + ending(s, now);
+}
+
+/* CountBackend.end */
+static void backend_end(Sim *s, int64_t j) {
+    if (!s->in_backend[j])
+        return;
+    s->in_backend[j] = 0;
+    double end = s->plan_end[j];
+    Py_ssize_t lo = 0, hi = s->r_len; /* the first entry with this end, then the job */
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (s->r_end[mid] < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    Py_ssize_t i = lo;
+    while (s->r_job[i] != j)
+        i++;
+    memmove(s->r_end + i, s->r_end + i + 1, (size_t)(s->r_len - i - 1) * sizeof(double));
+    memmove(s->r_job + i, s->r_job + i + 1, (size_t)(s->r_len - i - 1) * sizeof(int64_t));
+    s->r_len--;
+    s->free += s->need[j];
+    for (int64_t k = 0; k < s->need[j]; k++)
+        id_push(s->free_ids, &s->n_free_ids, s->ids[s->off[j] + k]);
+}
+
+/* CountBackend._retire */
+static void retire(Sim *s, double now) {
+    while (s->r_len && s->r_end[0] <= now)
+        backend_end(s, s->r_job[0]);
+}
+
+/* CountBackend._start, then CountDriver._start */
+static int start_job(Sim *s, int64_t j, double now) {
+    int64_t need = s->need[j];
+    /* the lowest free ids, already sorted as they leave the heap */
+    for (int64_t k = 0; k < need; k++)
+        s->ids[s->off[j] + k] = id_pop(s->free_ids, &s->n_free_ids);
+    s->free -= need;
+    double end = now + s->limit[j];
+    s->in_backend[j] = 1;
+    s->plan_end[j] = end;
+    Py_ssize_t pos = s->r_len; /* insort: after every equal end */
+    while (pos > 0 && s->r_end[pos - 1] > end)
+        pos--;
+    memmove(s->r_end + pos + 1, s->r_end + pos, (size_t)(s->r_len - pos) * sizeof(double));
+    memmove(s->r_job + pos + 1, s->r_job + pos, (size_t)(s->r_len - pos) * sizeof(int64_t));
+    s->r_end[pos] = end;
+    s->r_job[pos] = j;
+    s->r_len++;
+
+    double real_end = now + s->runlen[j];
+    int64_t a = s->acct[j], gpus = need * s->gpn;
+    s->start[j] = now;
+    if (!s->acct_seen[a]) {
+        s->acct_seen[a] = 1;
+        s->acct_order[s->n_order++] = a;
+    }
+    s->by_account[a] += gpus;
+    s->acct_seconds[a] = s->acct_seconds[a] + (double)gpus * (real_end - now);
+    return push(s, real_end, END, j);
+}
+
+/* CountBackend._shadow: (shadow time, extra nodes) */
+static void shadow(const Sim *s, double now, int64_t need, double *when, int64_t *extra) {
+    int64_t avail = s->free;
+    for (Py_ssize_t i = 0; i < s->r_len; i++) {
+        avail += s->need[s->r_job[i]];
+        if (avail >= need) {
+            double end = s->r_end[i];
+            for (Py_ssize_t k = i + 1; k < s->r_len && s->r_end[k] == end; k++)
+                avail += s->need[s->r_job[k]];
+            *when = end > now ? end : now;
+            *extra = avail - need;
+            return;
+        }
+    }
+    *when = INFINITY;
+    *extra = 0;
+}
+
+/* CountBackend._easy */
+static int easy(Sim *s, double now) {
+    double when;
+    int64_t extra;
+    shadow(s, now, s->need[s->q[0]], &when, &extra);
+    Py_ssize_t keep = 1;
+    for (Py_ssize_t k = 1; k < s->q_len; k++) {
+        int64_t j = s->q[k];
+        if (s->need[j] <= s->free) {
+            if (now + s->limit[j] <= when) {
+                if (start_job(s, j, now))
+                    return -1;
+                continue;
+            }
+            if (s->need[j] <= extra) {
+                extra -= s->need[j];
+                if (start_job(s, j, now))
+                    return -1;
+                continue;
+            }
+        }
+        s->q[keep++] = j;
+    }
+    s->q_len = keep;
+    return 0;
+}
+
+/* _earliest: first segment where `need` fits from times[i] for `length`; -1 = none */
+static Py_ssize_t earliest(const double *times, const int64_t *free, Py_ssize_t n,
+                           int64_t need, double length) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (free[i] < need) {
+            i++;
+            continue;
+        }
+        double end = times[i] + length;
+        Py_ssize_t j = i;
+        int broke = 0;
+        while (j + 1 < n && times[j + 1] < end) {
+            if (free[j + 1] < need) {
+                broke = 1;
+                break;
+            }
+            j++;
+        }
+        if (!broke)
+            return i;
+        i = j + 1;
+    }
+    return -1;
+}
+
+/* _take: subtract `need` from segment i up to `end` (bisect_right, as Python) */
+static void take(double *times, int64_t *free, Py_ssize_t *n, Py_ssize_t i, double end,
+                 int64_t need) {
+    Py_ssize_t lo = i, hi = *n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (end < times[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    Py_ssize_t j = lo;
+    if (times[j - 1] < end && (j == *n || times[j] != end)) {
+        memmove(times + j + 1, times + j, (size_t)(*n - j) * sizeof(double));
+        memmove(free + j + 1, free + j, (size_t)(*n - j) * sizeof(int64_t));
+        times[j] = end;
+        free[j] = free[j - 1];
+        (*n)++;
+    }
+    for (Py_ssize_t k = i; k < j; k++)
+        free[k] -= need;
+}
+
+/* CountBackend._profile */
+static Py_ssize_t profile(Sim *s, double now) {
+    double *times = s->p_times;
+    int64_t *free = s->p_free;
+    Py_ssize_t n = 1;
+    times[0] = now;
+    free[0] = s->free;
+    for (Py_ssize_t i = 0; i < s->r_len; i++) {
+        int64_t m = s->need[s->r_job[i]];
+        if (s->r_end[i] <= times[n - 1]) {
+            free[n - 1] += m;
+        } else {
+            times[n] = s->r_end[i];
+            free[n] = free[n - 1] + m;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* CountBackend._conservative */
+static int conservative(Sim *s, double now) {
+    Py_ssize_t n = profile(s, now);
+    int64_t low = (int64_t)1 << 60;
+    for (Py_ssize_t k = s->q_len - 1; k >= 0; k--) {
+        if (s->need[s->q[k]] < low)
+            low = s->need[s->q[k]];
+        s->floor[k] = low;
+    }
+    Py_ssize_t keep = 0, k = 0;
+    for (; k < s->q_len; k++) {
+        int64_t j = s->q[k];
+        if (s->free < s->floor[k])
+            break;
+        Py_ssize_t i = earliest(s->p_times, s->p_free, n, s->need[j], s->limit[j]);
+        if (i < 0) {
+            s->q[keep++] = j;
+            continue;
+        }
+        double t = s->p_times[i];
+        take(s->p_times, s->p_free, &n, i, t + s->limit[j], s->need[j]);
+        if (t <= now && s->need[j] <= s->free) {
+            if (start_job(s, j, now))
+                return -1;
+        } else {
+            s->q[keep++] = j;
+        }
+    }
+    for (; k < s->q_len; k++) /* keep.extend(queue[k:]) */
+        s->q[keep++] = s->q[k];
+    s->q_len = keep;
+    return 0;
+}
+
+/* CountBackend.schedule */
+static int schedule(Sim *s, double now, int backfill) {
+    retire(s, now);
+    Py_ssize_t k = 0;
+    while (k < s->q_len && s->need[s->q[k]] <= s->free) {
+        if (start_job(s, s->q[k], now))
+            return -1;
+        k++;
+    }
+    memmove(s->q, s->q + k, (size_t)(s->q_len - k) * sizeof(int64_t));
+    s->q_len -= k;
+    if (!s->q_len || !backfill || s->mode == MODE_NONE)
+        return 0;
+    return s->mode == MODE_EASY ? easy(s, now) : conservative(s, now);
+}
+
+/* CountDriver._sample */
+static int sample(Sim *s, double t) {
+    int64_t alloc = (s->nodes - s->free) * s->gpn;
+    int blocked = s->q_len && s->need[s->q[0]] > s->free;
+    int64_t idle = blocked ? s->free * s->gpn : 0, qlen = (int64_t)s->q_len;
+    if (s->n_samples && alloc == s->last_alloc && idle == s->last_idle && qlen == s->last_qlen)
+        return 0;
+    int plot = t - s->plot_t >= s->plot_period;
+    if (plot)
+        s->plot_t = t;
+    int64_t first = (int64_t)(s->p_acct.len / sizeof(int64_t));
+    if (buf_put(&s->s_t, &t, sizeof t) || buf_put(&s->s_alloc, &alloc, sizeof alloc) ||
+        buf_put(&s->s_idle, &idle, sizeof idle) || buf_put(&s->s_qlen, &qlen, sizeof qlen) ||
+        buf_put(&s->s_plot, &first, sizeof first))
+        return -1;
+    if (plot) {
+        for (Py_ssize_t i = 0; i < s->n_order; i++) {
+            int64_t a = s->acct_order[i], g = s->by_account[a];
+            if (g && (buf_put(&s->p_acct, &a, sizeof a) || buf_put(&s->p_gpus, &g, sizeof g)))
+                return -1;
+        }
+    }
+    s->last_alloc = alloc;
+    s->last_idle = idle;
+    s->last_qlen = qlen;
+    s->n_samples++;
+    return 0;
+}
+
+/* CountDriver.run */
+static int simulate(Sim *s) {
+    if (feed(s))
+        return -1;
+    int has_bf = 0;
+    while (s->heap.len) {
+        Event ev = ev_pop(&s->heap);
+        double t = ev.t;
+        int go;
+        s->events++;
+        if (ev.kind == SUBMIT) {
+            if (feed(s))
+                return -1;
+            go = submit_job(s, ev.job, t);
+        } else if (ev.kind == END) {
+            backend_end(s, ev.job);
+            s->by_account[s->acct[ev.job]] -= s->need[ev.job] * s->gpn;
+            go = 1;
+        } else {
+            has_bf = 0;
+            go = s->q_len > 0;
+        }
+        if (go) {
+            int backfill = s->bf_interval <= 0 || ev.kind == BACKFILL;
+            if (s->bf_interval > 0 && !has_bf && s->q_len) {
+                if (push(s, t + s->bf_interval, BACKFILL, 0))
+                    return -1;
+                has_bf = 1;
+            }
+            s->cycles++;
+            if (schedule(s, t, backfill))
+                return -1;
+        }
+        if (sample(s, t))
+            return -1;
+    }
+    return 0;
+}
+
+/* -- Python glue ------------------------------------------------------------------ */
+
+static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, char kind,
+                      Py_ssize_t n) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT))
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok = view->itemsize == 8 &&
+             (kind == 'd' ? strcmp(f, "d") == 0 : (strcmp(f, "q") == 0 || strcmp(f, "l") == 0));
+    if (!ok || (n >= 0 && view->len / 8 != n)) {
+        PyErr_Format(PyExc_ValueError, "%s: want a contiguous %s array of length %zd", name,
+                     kind == 'd' ? "float64" : "int64", n);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *bytes_of(const void *p, size_t len) {
+    return PyBytes_FromStringAndSize(p ? (const char *)p : "", (Py_ssize_t)len);
+}
+
+static void sim_free(Sim *s) {
+    free(s->free_ids);
+    free(s->r_end);
+    free(s->r_job);
+    free(s->in_backend);
+    free(s->plan_end);
+    free(s->q);
+    free(s->arrival);
+    free(s->p_times);
+    free(s->p_free);
+    free(s->floor);
+    free(s->heap.e);
+    free(s->start);
+    free(s->acct_seconds);
+    free(s->off);
+    free(s->ids);
+    free(s->by_account);
+    free(s->acct_order);
+    free(s->acct_seen);
+    Buf *bufs[] = {&s->s_t, &s->s_alloc, &s->s_idle, &s->s_qlen, &s->s_plot, &s->p_acct,
+                   &s->p_gpus};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]->data);
+}
+
+static int sim_alloc(Sim *s) {
+    size_t n = (size_t)s->n + 1, a = (size_t)s->n_acct + 1, nodes = (size_t)s->nodes + 1;
+    s->free_ids = malloc(nodes * sizeof(int32_t));
+    s->r_end = malloc(n * sizeof(double));
+    s->r_job = malloc(n * sizeof(int64_t));
+    s->in_backend = calloc(n, 1);
+    s->plan_end = malloc(n * sizeof(double));
+    s->q = malloc(n * sizeof(int64_t));
+    s->arrival = malloc(n * sizeof(int64_t));
+    s->p_times = malloc(2 * n * sizeof(double)); /* running + 1 + one split per queued job */
+    s->p_free = malloc(2 * n * sizeof(int64_t));
+    s->floor = malloc(n * sizeof(int64_t));
+    s->start = malloc(n * sizeof(double));
+    s->acct_seconds = calloc(a, sizeof(double));
+    s->off = malloc(n * sizeof(int64_t));
+    s->by_account = calloc(a, sizeof(int64_t));
+    s->acct_order = malloc(a * sizeof(int64_t));
+    s->acct_seen = calloc(a, 1);
+    if (!s->free_ids || !s->r_end || !s->r_job || !s->in_backend || !s->plan_end || !s->q || !s->arrival ||
+        !s->p_times || !s->p_free || !s->floor || !s->start || !s->acct_seconds || !s->off ||
+        !s->by_account || !s->acct_order || !s->acct_seen)
+        return -1;
+    int64_t total = 0;
+    for (Py_ssize_t j = 0; j < s->n; j++) {
+        s->off[j] = total;
+        total += s->need[j];
+        s->start[j] = NAN;
+    }
+    s->ids = malloc(((size_t)total + 1) * sizeof(int32_t));
+    if (!s->ids)
+        return -1;
+    for (int64_t k = 0; k < total; k++)
+        s->ids[k] = -1;
+    for (int64_t i = 0; i < s->nodes; i++)
+        s->free_ids[i] = (int32_t)i; /* list(range(nodes)) is a heap already */
+    s->n_free_ids = s->nodes;
+    s->free = s->nodes;
+    s->plot_t = -INFINITY;
+    return 0;
+}
+
+static int check_inputs(const Sim *s) {
+    if (s->nodes < 0 || s->nodes > INT32_MAX || s->gpn < 0 || s->mode < 0 || s->mode > 2) {
+        PyErr_SetString(PyExc_ValueError, "nodes, gpus_per_node or mode out of range");
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < s->n; j++) {
+        if (s->need[j] < 0 || s->acct[j] < 0 || s->acct[j] >= s->n_acct) {
+            PyErr_Format(PyExc_ValueError, "job %zd: need or account index out of range", j);
+            return -1;
+        }
+        if (!isfinite(s->submit[j]) || !(s->limit[j] >= 0) || !isfinite(s->limit[j]) ||
+            !(s->runlen[j] >= 0) || !isfinite(s->runlen[j])) {
+            PyErr_Format(PyExc_ValueError, "job %zd: submit, run or limit not finite >= 0", j);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(run_doc,
+"run(submit, runlen, need, limit, acct, n_accounts, nodes, gpus_per_node, mode, sjf,\n"
+"    bf_interval, plot_period) -> dict\n\n"
+"The count driver's event loop. submit, runlen, limit: float64 arrays; need, acct:\n"
+"int64 arrays (one entry per job, file order). mode: 0 none, 1 EASY, 2 conservative.\n"
+"Returns bytes of native arrays: start (float64, NaN = never started), ids (int32,\n"
+"each job's node ids at the cumulative sum of need before it), acct_seconds (float64),\n"
+"acct_order (int64, first-start order), the samples (t float64; allocated, idle,\n"
+"queue_len, plot_first int64) and the per-account plot entries (acct, gpus int64),\n"
+"plus the event and cycle counts.");
+
+static PyObject *countsim_run(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_submit, *o_runlen, *o_need, *o_limit, *o_acct;
+    Py_ssize_t n_acct;
+    long long nodes, gpn;
+    int mode, sjf;
+    double bf_interval, plot_period;
+    if (!PyArg_ParseTuple(args, "OOOOOnLLipdd", &o_submit, &o_runlen, &o_need, &o_limit,
+                          &o_acct, &n_acct, &nodes, &gpn, &mode, &sjf, &bf_interval,
+                          &plot_period))
+        return NULL;
+    Py_buffer b[5];
+    int got = 0;
+    PyObject *out = NULL;
+    Sim s;
+    memset(&s, 0, sizeof s);
+    if (get_buffer(o_submit, &b[0], "submit", 'd', -1))
+        goto done;
+    got = 1;
+    Py_ssize_t n = b[0].len / 8;
+    if (get_buffer(o_runlen, &b[1], "runlen", 'd', n))
+        goto done;
+    got = 2;
+    if (get_buffer(o_need, &b[2], "need", 'q', n))
+        goto done;
+    got = 3;
+    if (get_buffer(o_limit, &b[3], "limit", 'd', n))
+        goto done;
+    got = 4;
+    if (get_buffer(o_acct, &b[4], "acct", 'q', n))
+        goto done;
+    got = 5;
+    s.n = n;
+    s.submit = b[0].buf;
+    s.runlen = b[1].buf;
+    s.need = b[2].buf;
+    s.limit = b[3].buf;
+    s.acct = b[4].buf;
+    s.n_acct = n_acct;
+    s.nodes = nodes;
+    s.gpn = gpn;
+    s.mode = mode;
+    s.sjf = sjf;
+    s.bf_interval = bf_interval;
+    s.plot_period = plot_period;
+    if (check_inputs(&s))
+        goto done;
+    if (sim_alloc(&s)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = simulate(&s);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total = n ? s.off[n - 1] + s.need[n - 1] : 0;
+    out = Py_BuildValue(
+        "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:L,s:L}",
+        "start", bytes_of(s.start, (size_t)n * sizeof(double)),
+        "ids", bytes_of(s.ids, (size_t)total * sizeof(int32_t)),
+        "acct_seconds", bytes_of(s.acct_seconds, (size_t)n_acct * sizeof(double)),
+        "acct_order", bytes_of(s.acct_order, (size_t)s.n_order * sizeof(int64_t)),
+        "t", bytes_of(s.s_t.data, s.s_t.len),
+        "allocated", bytes_of(s.s_alloc.data, s.s_alloc.len),
+        "idle", bytes_of(s.s_idle.data, s.s_idle.len),
+        "queue_len", bytes_of(s.s_qlen.data, s.s_qlen.len),
+        "plot_first", bytes_of(s.s_plot.data, s.s_plot.len),
+        "plot_acct", bytes_of(s.p_acct.data, s.p_acct.len),
+        "plot_gpus", bytes_of(s.p_gpus.data, s.p_gpus.len),
+        "events", (long long)s.events, "cycles", (long long)s.cycles);
+done:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    sim_free(&s);
+    return out;
+}
+
+
+/* -- SWF records ------------------------------------------------------------------ */
+
+/* One token as Python's float() reads it, for the plain decimal forms only
+ * ([+-] digits [. digits] [e [+-] digits]); -1 = another form (inf, nan, 1_000,
+ * garbage): the caller then takes the Python reader, which knows them all. */
+static int parse_number(const char *p, const char *end, double *out) {
+    const char *q = p;
+    int neg = 0;
+    if (q < end && (*q == '+' || *q == '-'))
+        neg = *q++ == '-';
+    const char *digits = q;
+    uint64_t whole = 0;
+    while (q < end && *q >= '0' && *q <= '9')
+        whole = whole * 10 + (uint64_t)(*q++ - '0');
+    size_t n_int = (size_t)(q - digits);
+    if (q == end && n_int > 0 && n_int <= 15) { /* an integer: exact in a double */
+        double v = (double)whole;
+        *out = neg ? -v : v;
+        return 0;
+    }
+    size_t n_frac = 0;
+    if (q < end && *q == '.') {
+        q++;
+        while (q < end && *q >= '0' && *q <= '9')
+            q++, n_frac++;
+    }
+    if (n_int + n_frac == 0)
+        return -1;
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (q < end && (*q == '+' || *q == '-'))
+            q++;
+        const char *e = q;
+        while (q < end && *q >= '0' && *q <= '9')
+            q++;
+        if (q == e)
+            return -1;
+    }
+    if (q != end || end - p > 62)
+        return -1;
+    char tmp[64];
+    memcpy(tmp, p, (size_t)(end - p));
+    tmp[end - p] = 0;
+    char *stop = NULL;
+    *out = PyOS_string_to_double(tmp, &stop, NULL); /* Python's own float parser */
+    if (*out == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear(); /* the Python reader will say what is wrong */
+        return -1;
+    }
+    return stop == tmp + (end - p) ? 0 : -1;
+}
+
+PyDoc_STRVAR(parse_swf_doc,
+"parse_swf(data: bytes, width: int) -> bytearray | None\n\n"
+"The first `width` fields of every record line of SWF text as float64, row after\n"
+"row. Lines that are blank or start with ';' are skipped, as tide.sim.workload.swf\n"
+"does. None when the text needs the Python reader: a short line, a token that is\n"
+"not a plain decimal number, or a byte outside printable ASCII and tab.");
+
+static PyObject *countsim_parse_swf(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*i", &view, &width))
+        return NULL;
+    if (width <= 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "width must be > 0");
+        return NULL;
+    }
+    const char *p = view.buf, *end = p + view.len;
+    Buf out = {0};
+    double *row = malloc((size_t)width * sizeof(double));
+    int ok = 1, oom = row == NULL;
+    while (!oom && ok && p < end) {
+        /* one line: '\n' or '\r' ends it (universal newlines; "\r\n" leaves a blank) */
+        const char *eol = p;
+        while (eol < end && *eol != '\n' && *eol != '\r')
+            eol++;
+        int k = 0, comment = 0;
+        const char *q = p;
+        while (ok && q < eol) {
+            unsigned char c = (unsigned char)*q;
+            if (c == ' ' || c == '\t' || c == '\v' || c == '\f') {
+                q++;
+                continue;
+            }
+            if (c < 0x20 || c > 0x7e) {
+                ok = 0; /* str.split() knows more whitespace than this: the Python reader */
+                break;
+            }
+            const char *tok = q;
+            while (q < eol && (unsigned char)*q > 0x20 && (unsigned char)*q < 0x7f)
+                q++;
+            if (k == 0 && *tok == ';') {
+                comment = 1;
+                break;
+            }
+            if (k < width && parse_number(tok, q, &row[k]))
+                ok = 0;
+            k++;
+        }
+        if (ok && !comment && k > 0) {
+            if (k < width)
+                ok = 0;
+            else if (buf_put(&out, row, (size_t)width * sizeof(double)))
+                oom = 1;
+        }
+        p = eol < end ? eol + 1 : end;
+    }
+    free(row);
+    PyBuffer_Release(&view);
+    PyObject *res;
+    if (PyErr_Occurred())
+        res = NULL;
+    else if (oom)
+        res = PyErr_NoMemory();
+    else if (!ok)
+        res = Py_NewRef(Py_None);
+    else /* writable: the filters fix fields in place */
+        res = PyByteArray_FromStringAndSize(out.data ? out.data : "", (Py_ssize_t)out.len);
+    free(out.data);
+    return res;
+}
+
+static PyMethodDef methods[] = {
+    {"run", countsim_run, METH_VARARGS, run_doc},
+    {"parse_swf", countsim_parse_swf, METH_VARARGS, parse_swf_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_countsim",
+    "The count driver's event loop in C (see tide.sim.count_driver).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__countsim(void) { return PyModule_Create(&module); }
