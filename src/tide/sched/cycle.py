@@ -24,7 +24,7 @@ from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.limits import LimitChecker
 from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
-from tide.sched.plan import Plan
+from tide.sched.plan import INF, Plan
 from tide.sched.state import Usage
 from tide.sched.types import (
     Allocation,
@@ -68,7 +68,6 @@ class Scheduler:
         # the memo is dropped whenever either of those two changes.
         self._contexts: dict[tuple, JobContext | None] = {}
         self._memo_key: tuple[int, bytes] | None = None
-        self._partitions: object | None = None
 
     @classmethod
     def for_cluster(cls, snap_cluster) -> Scheduler:  # type: ignore[no-untyped-def]
@@ -81,11 +80,11 @@ class Scheduler:
             self._contexts.clear()
             self._memo_key = key
         cyc.memo = self._contexts
-        if self._partitions is None:
+        if "priority_partitions" not in self.ix.memo:
             from tide.sched.priority import partition_table
 
-            self._partitions = partition_table(snap.cluster)
-        cyc.partitions = self._partitions
+            self.ix.memo["priority_partitions"] = partition_table(snap.cluster)
+        cyc.partitions = self.ix.memo["priority_partitions"]
         order = _priorities(cyc)
         _main_pass(cyc, order)
         mode = snap.config.backfill
@@ -184,7 +183,12 @@ def _main_pass(cyc: Cycle, order: list[int]) -> None:
     blocked: set[str] = set()
     pending = cyc.snap.pending
     default = cyc.snap.cluster.default_partition()
-    for i in order:
+    every = {p.name for p in cyc.snap.cluster.partitions}
+    for k, i in enumerate(order):
+        if every and every <= blocked:
+            # every partition waits behind a blocked job: nothing else can start now
+            _behind(cyc, [pending[j] for j in order[k:]])
+            break
         job = pending[i]
         if blocked and quick_reason(job, cyc.snap.now) is None:
             names = [job.partition] if job.partition else job.request.partitions
@@ -201,6 +205,16 @@ def _main_pass(cyc: Cycle, order: list[int]) -> None:
         if not started:
             blocked.update(p.name for p in ctx.parts)
             _blocked_reason(cyc, ctx.job.id)
+
+
+def _behind(cyc: Cycle, jobs: list[Job]) -> None:
+    """Jobs queued behind blocked partitions: Priority, unless held or
+    waiting for their begin time (the cheap reasons; the rest waits for the
+    cycle that examines them, as in Slurm)."""
+    now, out = cyc.snap.now, cyc.decisions.pending
+    for job in jobs:
+        reason = quick_reason(job, now)
+        out[job.id] = _PRIORITY if reason is None else PendingInfo(reason)
 
 
 def _ready(cyc: Cycle, job: Job) -> JobContext | None:
@@ -375,6 +389,10 @@ def _backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
     started_ids = {s.job_id for s in cyc.decisions.starts}
     tested, reserved = 0, False
     horizon = snap.now + cfg.bf_window
+    # Within a pass capacity only shrinks: once a shape failed to start now
+    # with some time limit, the same shape with a limit at least as long
+    # fails too (the test pyss and Slurm's backfill also skip).
+    failed: dict[tuple, float] = {}
     for i in order:
         if tested >= cfg.bf_max_job_test:
             break
@@ -385,12 +403,31 @@ def _backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
         if ctx is None:
             continue
         tested += 1
-        if _try_start_now(cyc, ctx, plan, backfilled=True):
+        key = _shape_key(ctx)
+        if ctx.shape.time_limit < failed.get(key, INF) and _try_start_now(
+            cyc, ctx, plan, backfilled=True
+        ):
             _hold_started(cyc, plan)
             continue
+        failed[key] = min(failed.get(key, INF), ctx.shape.time_limit)
+        cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
         if not (easy and reserved):
             reserved |= _reserve(cyc, ctx, plan, horizon)
         _blocked_reason(cyc, job.id)
+
+
+def _shape_key(ctx: JobContext) -> tuple:
+    """Jobs with equal keys compete for exactly the same nodes and amounts."""
+    req = ctx.job.request
+    return (
+        ctx.shape,
+        tuple(p.name for p in ctx.parts),
+        req.constraint,
+        req.nodelist,
+        req.exclude,
+        req.reservation,
+        ctx.max_leaves(0.0) is not None,
+    )
 
 
 def _hold_started(cyc: Cycle, plan: Plan) -> None:

@@ -86,7 +86,7 @@ def assoc_key(account: str, user: str) -> str:
 
 
 def fair_tree_factors(accounts: AccountTree, usage: Mapping[str, float]) -> dict[str, float]:
-    """"account/user" -> Fair Tree fair-share factor in (0, 1], for every user
+    """ "account/user" -> Fair Tree fair-share factor in (0, 1], for every user
     association in the tree. Users outside the tree are absent (factor 0)."""
     nodes = _build(accounts, usage)
     return {n.key: n.factor for n in nodes if n.is_user and n.factor is not None}

@@ -53,6 +53,8 @@ class ClusterIndex:
     partition_masks: dict[str, np.ndarray] = field(default_factory=dict)
     feature_masks: dict[str, np.ndarray] = field(default_factory=dict)
     type_masks: dict[str, np.ndarray] = field(default_factory=dict)
+    # derived tables that depend only on the cluster, computed on first use
+    memo: dict[object, object] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

@@ -67,7 +67,10 @@ class Pick:
 
 def node_cores(ix: ClusterIndex, cpus: int) -> np.ndarray:
     """Cores needed per node for `cpus` logical CPUs (whole cores, CR_Core)."""
-    return -(-cpus // ix.tpc)
+    key = ("cores", cpus)
+    if key not in ix.memo:
+        ix.memo[key] = -(-cpus // ix.tpc)
+    return ix.memo[key]  # type: ignore[return-value]
 
 
 def capacity(ix: ClusterIndex, free: Free, shape: Shape, eligible: np.ndarray) -> np.ndarray:
@@ -267,8 +270,10 @@ def _min_leaves(ix: ClusterIndex, shape: Shape) -> int:
         return 1
     per_node = max(1, shape.gpus_per_node) if not shape.spread else int(ix.gpus.max() or 1)
     need_nodes = shape.nodes_min if not shape.spread else -(-shape.total_gpus // per_node)
-    sizes = np.sort(np.bincount(ix.leaf_of, minlength=ix.n_leaves))[::-1]
-    return int(np.searchsorted(np.cumsum(sizes), need_nodes) + 1)
+    if "leaf_sizes" not in ix.memo:
+        sizes = np.sort(np.bincount(ix.leaf_of, minlength=ix.n_leaves))[::-1]
+        ix.memo["leaf_sizes"] = np.cumsum(sizes)
+    return int(np.searchsorted(ix.memo["leaf_sizes"], need_nodes) + 1)  # type: ignore[call-overload]
 
 
 # --------------------------------------------------------------------------

@@ -137,16 +137,7 @@ class Plan:
 
     def free_at(self, t: float, duration: float, skip: str | None = None) -> Free:
         """Free capacity per node for a window [t, t + duration)."""
-        if t <= self.now:
-            g, c, m = self.free_gpus.copy(), self.free_cores.copy(), self.free_mem.copy()
-        else:
-            idx = (self.rel_t <= t).sum(axis=1)
-            has = idx > 0
-            take = np.maximum(idx - 1, 0)
-            rows = np.arange(self.ix.n)
-            g = self.free_gpus + np.where(has, self.rel_g[rows, take], 0)
-            c = self.free_cores + np.where(has, self.rel_c[rows, take], 0)
-            m = self.free_mem + np.where(has, self.rel_m[rows, take], 0)
+        g, c, m = self.base_at(t)
         if len(self.holds):
             return self._minus_holds(t, duration, g, c, m, skip)
         return Free(g, c, m)
@@ -163,6 +154,23 @@ class Plan:
         tag: str = "",
     ) -> None:
         self.holds.add(node, start, end, gpus, cores, mem, whole, tag)
+
+    def base_at(
+        self, t: float, nodes: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Free GPUs, cores and memory at t from running jobs' releases alone,
+        for every node or for `nodes` only."""
+        rows = np.arange(self.ix.n) if nodes is None else nodes
+        g, c, m = self.free_gpus[rows], self.free_cores[rows], self.free_mem[rows]
+        if t <= self.now:
+            return g.copy(), c.copy(), m.copy()
+        idx = (self.rel_t[rows] <= t).sum(axis=1)
+        has = idx > 0
+        take = np.maximum(idx - 1, 0)
+        g = g + np.where(has, self.rel_g[rows, take], 0)
+        c = c + np.where(has, self.rel_c[rows, take], 0)
+        m = m + np.where(has, self.rel_m[rows, take], 0)
+        return g, c, m
 
     def _minus_holds(
         self,
@@ -301,17 +309,23 @@ class Plan:
         ok = eligible & (ready <= t)
         if not len(self.holds):
             return ok.astype(np.int64)
-        nodes, starts, ends, _, _, _, whole, tags = self.holds.arrays()
+        nodes, starts, ends, hg, hc, hm, whole, tags = self.holds.arrays()
         hit = (starts < t + shape.time_limit) & (ends > t)
         if skip:
             hit &= tags != skip
         # an exclusive job wants nodes nothing else touches in its window
         ok[nodes[hit if shape.exclusive else hit & whole]] = False
-        if (hit & ~whole).any() and not shape.exclusive:
-            free = self.free_at(t, shape.time_limit, skip)
-            ok &= free.gpus >= shape.gpus_per_node
-            ok &= free.cores >= node_cores(self.ix, shape.cpus_per_node)
-            ok &= free.mem >= shape.mem_per_node
+        part = hit & ~whole
+        if part.any() and not shape.exclusive:
+            touched = np.unique(nodes[part])
+            g, c, m = self.base_at(t, touched)
+            where = np.searchsorted(touched, nodes[part])
+            g -= np.bincount(where, weights=hg[part], minlength=len(touched)).astype(np.int64)
+            c -= np.bincount(where, weights=hc[part], minlength=len(touched)).astype(np.int64)
+            m -= np.bincount(where, weights=hm[part], minlength=len(touched)).astype(np.int64)
+            cores = node_cores(self.ix, shape.cpus_per_node)[touched]
+            room = (g >= shape.gpus_per_node) & (c >= cores) & (m >= shape.mem_per_node)
+            ok[touched] &= room
         return ok.astype(np.int64)
 
     def candidates(self, start: float, horizon: float) -> list[float]:

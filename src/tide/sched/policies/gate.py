@@ -18,16 +18,44 @@ from tide.sched.state import Usage
 from tide.sched.types import Snapshot
 
 
-def open_cycle(snap: Snapshot, ix: ClusterIndex, usage: Usage | None) -> Cycle:
-    """The cycle's working state: a private copy of `usage` (bound pods
-    included, as the driver keeps them), node states, running jobs' limits."""
-    return _cycle._start_cycle(snap, ix, usage)
+class Opener:
+    """Opens cycles as Scheduler.schedule does, keeping its context memo and
+    partition table between cycles (they depend on the cluster, the accounts
+    and which nodes are usable only; the memo is dropped when those change)."""
+
+    def __init__(self, ix: ClusterIndex) -> None:
+        self.ix = ix
+        self._contexts: dict[tuple, JobContext | None] = {}
+        self._key: tuple[int, bytes] | None = None
+        self._partitions: object | None = None
+
+    def open(self, snap: Snapshot, usage: Usage | None) -> Cycle:
+        """The cycle's working state: a private copy of `usage` (bound pods
+        included, as the driver keeps them), node states, running jobs' limits."""
+        cyc = _cycle._start_cycle(snap, self.ix, usage)
+        key = (id(snap.accounts), cyc.usage.usable.tobytes())
+        if key != self._key:
+            self._contexts.clear()
+            self._key = key
+        cyc.memo = self._contexts
+        if self._partitions is None:
+            from tide.sched.priority import partition_table
+
+            self._partitions = partition_table(snap.cluster)
+        cyc.partitions = self._partitions
+        return cyc
 
 
 def ready(cyc: Cycle, job: Job) -> JobContext | None:
     """The job's context when the site rules let it start now; else None, with
-    its pending reason recorded in the cycle's decisions."""
+    its pending reason recorded in the cycle's decisions. Contexts may be shared
+    between cycles: never modify one."""
     return _cycle._ready(cyc, job)
+
+
+def context(cyc: Cycle, job: Job) -> JobContext | None:
+    """The job's context (shape, node masks, static reason), memoised."""
+    return _cycle._context(cyc, job)
 
 
 def gpus_of(job: Job) -> int:

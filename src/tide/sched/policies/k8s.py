@@ -32,7 +32,7 @@ from tide.model import Job
 from tide.sched.cycle import Cycle
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import gpus_of, open_cycle, ready
+from tide.sched.policies.gate import Opener, gpus_of, ready
 from tide.sched.policies.pods import (
     GPU_ONLY,
     Scorer,
@@ -58,6 +58,7 @@ class Waiting:
     created: float  # the pods' creation time (submit; Kueue: admission)
     priority: int
     new: list[NodeAlloc] = field(default_factory=list)
+    started: bool = False
 
     @property
     def job(self) -> Job:
@@ -86,7 +87,9 @@ def evict_lost_pods(cyc: Cycle) -> set[int]:
 
 def bind_round(cyc: Cycle, scorer: Scorer, waiting: Sequence[Waiting]) -> None:
     """Bind pods one at a time in queue order; start the jobs whose pods are all
-    bound, report the others' new pods as binds."""
+    bound, report the others' new pods as binds. A job starts only within the
+    association/QOS limits, counted with the jobs started before it this cycle
+    (pods are not bound for a job those limits hold back)."""
     queue = sorted(
         ((-w.priority, w.created, idx, w.job.id), k, shape)
         for k, w in enumerate(waiting)
@@ -96,6 +99,9 @@ def bind_round(cyc: Cycle, scorer: Scorer, waiting: Sequence[Waiting]) -> None:
     masks = [w.ctx.eligible[0] for w in waiting]
     keys = [m.tobytes() for m in masks]
     blocked: set[int] = set()
+    for k in sorted(range(len(waiting)), key=lambda k: (-waiting[k].priority, waiting[k].created)):
+        if not waiting[k].left and not _complete(cyc, waiting[k]):  # all bound earlier
+            blocked.add(k)
     for _, k, shape in queue:
         w = waiting[k]
         if k in blocked:
@@ -112,6 +118,8 @@ def bind_round(cyc: Cycle, scorer: Scorer, waiting: Sequence[Waiting]) -> None:
             failed.add(sig)
             continue
         w.new.append(na)
+        if len(w.new) == len(w.left) and not _complete(cyc, w):
+            blocked.add(k)
     for k, w in enumerate(waiting):
         _settle(cyc, w, k in blocked)
 
@@ -124,13 +132,21 @@ def _over_limit(cyc: Cycle, w: Waiting) -> bool:
     return reason is not None
 
 
+def _complete(cyc: Cycle, w: Waiting) -> bool:
+    """All pods are bound: the job starts if the limits still let it."""
+    if _over_limit(cyc, w):
+        return False
+    w.started = True
+    cyc.limits.add(w.job, gpus_of(w.job))
+    return True
+
+
 def _settle(cyc: Cycle, w: Waiting, blocked: bool) -> None:
     jid = w.job.id
-    if len(w.new) == len(w.left) and not blocked:
+    if w.started:
         alloc = merged(jid, (*w.bound, *w.new))
         cyc.decisions.starts.append(start_of(w.ctx, cyc.ix, alloc))
         cyc.decisions.pending.pop(jid, None)
-        cyc.limits.add(w.job, alloc.gpu_count)
         return
     if w.new:
         cyc.decisions.binds[jid] = Allocation(jid, tuple(w.new))
@@ -146,10 +162,11 @@ class K8sDefaultPolicy:
         self, index: ClusterIndex, resources: Sequence[tuple[str, int]] = GPU_ONLY
     ) -> None:
         self.ix = index
+        self.opener = Opener(index)
         self.scorer = Scorer(index, most=False, resources=resources)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = open_cycle(snap, self.ix, usage)
+        cyc = self.opener.open(snap, usage)
         lost = evict_lost_pods(cyc)
         waiting = []
         for job in snap.pending:

@@ -51,7 +51,7 @@ from tide.sched.cycle import Cycle
 from tide.sched.eligibility import JobContext
 from tide.sched.fairshare import sshare_rows
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import gpus_of, open_cycle, ready
+from tide.sched.policies.gate import Opener, gpus_of, ready
 from tide.sched.policies.k8s import Waiting, bind_round, evict_lost_pods, waiting_for
 from tide.sched.policies.pods import Scorer, fits_empty, job_priority, pod_shapes
 from tide.sched.state import Usage
@@ -133,6 +133,7 @@ class KueuePolicy:
         strict_fifo: bool = False,
     ) -> None:
         self.ix = index
+        self.opener = Opener(index)
         self.timeout = timeout
         self.backoff_base, self.backoff_max, self.backoff_limit = (
             backoff_base, backoff_max, backoff_limit,
@@ -144,7 +145,7 @@ class KueuePolicy:
         self._feasible: dict[tuple[int, int], bool] = {}  # (job, hash of its node mask)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = open_cycle(snap, self.ix, usage)
+        cyc = self.opener.open(snap, usage)
         lost = evict_lost_pods(cyc)
         ctxs = {j.id: c for j in snap.pending if (c := ready(cyc, j)) is not None}
         accounts = {r.job.account for r in snap.running} | {j.account for j in snap.pending}

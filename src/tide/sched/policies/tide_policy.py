@@ -32,9 +32,8 @@ from dataclasses import replace
 from tide.model.sched_config import BackfillMode
 from tide.sched import cycle as _cycle
 from tide.sched.cycle import Cycle
-from tide.sched.eligibility import build_context
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import open_cycle
+from tide.sched.policies.gate import Opener, context
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Running, Snapshot
 
@@ -52,9 +51,10 @@ class TidePolicy:
         sjbf: bool = True,
         every_cycle: bool = True,
         aged: float = AGED,
-        backfill: BackfillMode | None = None,  # None: the configured mode
+        backfill: BackfillMode = BackfillMode.EASY,  # the configured NONE still wins
     ) -> None:
         self.ix = index
+        self.opener = Opener(index)
         self.predict = predict
         self.sjbf = sjbf
         self.every_cycle = every_cycle
@@ -65,12 +65,12 @@ class TidePolicy:
         predict = self.predict and bool(snap.predicted)
         if predict:
             snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
-        cyc = open_cycle(snap, self.ix, usage)
+        cyc = self.opener.open(snap, usage)
         if predict and cyc.resv is None:
             _predicted_contexts(cyc)
         order = _cycle._priorities(cyc)
         _cycle._main_pass(cyc, order)
-        mode = self.backfill or snap.config.backfill
+        mode = BackfillMode.NONE if snap.config.backfill is BackfillMode.NONE else self.backfill
         if (snap.backfill or self.every_cycle) and mode is not BackfillMode.NONE:
             bf_order = _sjbf(cyc, order, self.aged) if self.sjbf else order
             _cycle._backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
@@ -97,10 +97,11 @@ def _predicted_contexts(cyc: Cycle) -> None:
         pred = snap.predicted.get(job.id)
         if pred is None or job.id in cyc.contexts:
             continue
-        ctx = build_context(job, snap, cyc.ix, cyc.usage, cyc.limits)
-        if ctx is not None and ctx.reason is None:
+        ctx = context(cyc, job)
+        if ctx is not None and ctx.reason is None:  # a copy: contexts are shared
             limit = ctx.shape.time_limit
-            ctx.shape = replace(ctx.shape, time_limit=max(1, min(limit, math.ceil(pred))))
+            shape = replace(ctx.shape, time_limit=max(1, min(limit, math.ceil(pred))))
+            ctx = replace(ctx, shape=shape)
         cyc.contexts[job.id] = ctx
 
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from tide.sched.cycle import Cycle
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import gpus_of, open_cycle, ready
+from tide.sched.policies.gate import Opener, gpus_of, ready
 from tide.sched.policies.pods import (
     GPU_ONLY,
     Scorer,
@@ -50,10 +50,11 @@ class VolcanoPolicy:
         self, index: ClusterIndex, resources: Sequence[tuple[str, int]] = GPU_ONLY
     ) -> None:
         self.ix = index
+        self.opener = Opener(index)
         self.scorer = Scorer(index, most=True, resources=resources, integer=False)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = open_cycle(snap, self.ix, usage)
+        cyc = self.opener.open(snap, usage)
         jobs = []
         for job in snap.pending:
             ctx = ready(cyc, job)
