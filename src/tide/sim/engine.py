@@ -17,6 +17,7 @@ are in their queue together (seed 000's deadlock needs exactly that).
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -73,6 +74,8 @@ class Engine:
     progress: Callable[[float], None] | None = None
 
     def __post_init__(self) -> None:
+        if self.faults:  # failures change node states: work on a copy
+            self.cluster = copy.deepcopy(self.cluster)
         self.ix = self.index or build_index(self.cluster)
         self.policy: Policy = make_policy(self.policy_name, self.ix)
         self.usage = Usage.empty(self.ix)
@@ -90,6 +93,7 @@ class Engine:
         self._jobs: Iterator[SimJob] | None = None
         self._next_bf: float | None = None
         self._last_alloc: tuple[int, int, int] | None = None
+        self._retired: set[int] = set()
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
         self.bound_since: dict[int, float] = {}
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
@@ -191,10 +195,14 @@ class Engine:
         if req.begin is not None and req.begin > t:
             self._push(req.begin, WAKE, job.id)
         gpus = req.total_gpus(req.node_range()[0])
-        return gpus <= int(self.usage.free_gpus[self.usage.usable].sum())
+        ending = sum(a.alloc.gpu_count for a in self.active.values() if a.limit_end <= t)
+        return gpus <= int(self.usage.free_gpus[self.usage.usable].sum()) + ending
 
     def _end(self, t: float, job_id: int) -> bool:
         act = self.active.get(job_id)
+        if act is None and job_id in self._retired:
+            self._retired.discard(job_id)  # ended already; its event still schedules
+            return True
         if act is None or act.end != t:
             return False
         del self.active[job_id]
@@ -216,7 +224,15 @@ class Engine:
 
     # -- the cycle -----------------------------------------------------------
 
+    def _retire(self, now: float) -> None:
+        """Jobs whose time limit is up at `now` end at this very instant,
+        whatever order same-time events are handled in (as in pyss, SC'15)."""
+        for jid in [j for j, a in self.active.items() if a.limit_end <= now and a.end <= now]:
+            self._end(now, jid)
+            self._retired.add(jid)
+
     def _cycle(self, now: float, backfill: bool) -> None:
+        self._retire(now)
         snap = Snapshot(
             cluster=self.cluster,
             config=self.config,
@@ -280,9 +296,9 @@ class Engine:
         self.bound_since[jid] = now
 
     def _unbind(self, now: float, jid: int) -> None:
-        pods = self.bound.pop(jid, None)
-        if pods is not None:
-            self._charge_held(now, jid)
+        if jid in self.bound:
+            self._charge_held(now, jid)  # while still bound: the held time counts
+            pods = self.bound.pop(jid)
             self.bound_since.pop(jid, None)
             self.usage.release(pods)
 
