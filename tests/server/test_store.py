@@ -60,7 +60,7 @@ def test_insert_and_guarded_transitions(store_url: tuple[str, str | None]) -> No
         assert jobrepo.get(s, 1).state == "RUNNING"
         assert jobrepo.get(s, 2).state == "PENDING"
         ev = jobrepo.events(s, 1)
-        assert [(e.from_state, e.to_state) for e in ev] == [("", "PENDING"), ("PENDING", "RUNNING")]
+        assert [(e.from_state, e.to_state) for e in ev] == [("PENDING", "RUNNING")]
 
 
 def test_filters_and_final_states(store_url: tuple[str, str | None]) -> None:

@@ -51,18 +51,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_req: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        loc = [str(x) for x in first.get("loc", ()) if x not in ("body", "query", "path")]
-        field = ".".join(loc)
-        msg = first.get("msg", "invalid request")
-        got = first.get("input")
-        error = f"{field or 'request'}: {msg}" + (f" (got {got!r})" if _short(got) else "")
-        fix = (
-            f"send a valid value for '{field}' (see /openapi.json)"
-            if field
-            else ("send a JSON body matching the schema in /openapi.json")
-        )
-        return JSONResponse({"error": error, "field": field, "fix": fix}, status_code=422)
+        return JSONResponse(validation_body(list(exc.errors())), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -70,6 +59,22 @@ def install(app: FastAPI) -> None:
         return JSONResponse(
             {"error": str(exc.detail), "field": "", "fix": fix}, status_code=exc.status_code
         )
+
+
+def validation_body(errs: list[Any]) -> dict[str, Any]:
+    """pydantic's first error as {"error", "field", "fix"}."""
+    first = errs[0] if errs else {}
+    loc = [str(x) for x in first.get("loc", ()) if x not in ("body", "query", "path")]
+    field = ".".join(loc)
+    msg = first.get("msg", "invalid request")
+    got = first.get("input")
+    error = f"{field or 'request'}: {msg}" + (f" (got {got!r})" if _short(got) else "")
+    fix = (
+        f"send a valid value for '{field}' (see /openapi.json)"
+        if field
+        else "send a JSON body matching the schema in /openapi.json"
+    )
+    return {"error": error, "field": field, "fix": fix}
 
 
 def _short(value: object) -> bool:

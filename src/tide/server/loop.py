@@ -38,6 +38,7 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
+PASS_SHARE = 4.0  # event passes wait at least this many times the last pass's length
 LAUNCH_WORKERS = 4  # jobs launched at once after a pass
 PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
 
@@ -106,10 +107,10 @@ class SchedulingLoop:
                     self._last_probe = now
                     lifecycle.probe_phases(self.ctl)
                 due_bf = now - self._last_bf >= self.ctl.config.bf_interval
-                # at least min_interval between passes, and twice the last pass's
-                # length: a long pass (a huge queue) never takes more than a third
-                # of the process from the API
-                gap = max(s.min_interval, 2.0 * self._last_duration)
+                # at least min_interval between passes, and 4x the last pass's
+                # length: a long pass (a huge queue) never takes more than a fifth
+                # of the process from the API and the submissions
+                gap = max(s.min_interval, PASS_SHARE * self._last_duration)
                 if (self._dirty or due_bf) and now - self._last_cycle >= gap:
                     self._dirty = False
                     self.cycle(backfill=due_bf or self.stats.cycles == 0)

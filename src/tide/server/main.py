@@ -17,9 +17,11 @@ def serve(settings: Settings, log_level: str = "info") -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    from tide.server.fastpath import FastSubmit
+
     app = create_app(settings)
     uvicorn.run(
-        app,
+        FastSubmit(app),
         host=settings.host,
         port=settings.port,
         log_level=log_level,

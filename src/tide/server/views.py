@@ -85,13 +85,22 @@ def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow])
             "phases": phases(row),
             "history": [
                 {
-                    "time": e.time,
-                    "from": e.from_state,
-                    "to": e.to_state,
-                    "reason": e.reason,
-                    "actor": e.actor,
-                }
-                for e in events
+                    "time": row.submit_time,
+                    "from": "",
+                    "to": "PENDING",
+                    "reason": "submitted",
+                    "actor": row.user,
+                },
+                *(
+                    {
+                        "time": e.time,
+                        "from": e.from_state,
+                        "to": e.to_state,
+                        "reason": e.reason,
+                        "actor": e.actor,
+                    }
+                    for e in events
+                ),
             ],
             "attempts": [attempt(a) for a in attempts],
         }

@@ -1,0 +1,110 @@
+"""A direct ASGI path for `POST /v1/jobs`, the one route that must be fast.
+
+FastAPI's per-request machinery (dependency solving, middleware stack,
+response models) costs more CPU than checking and queueing a job. This
+wrapper answers submissions itself with exactly the same steps as the
+FastAPI route (tide.server.routers.jobs.submit, which stays for the OpenAPI
+schema): token -> SubmitBody validation -> services.submit.prepare -> group
+commit -> 201 {"job_id", "warnings"[, "array_job_id", "job_ids"]}, and the
+same JSON errors. Every other request goes to the app untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+
+from tide.server.errors import ApiError, validation_body
+from tide.server.schemas import SubmitBody
+from tide.server.services import submit as submitting
+
+log = logging.getLogger("tide.server")
+Scope = dict[str, Any]
+MAX_BODY = 16 * 1024 * 1024  # bytes: scripts are small; a runaway client is not
+
+
+class FastSubmit:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"].rstrip("/") == "/v1/jobs"
+        ):
+            status, body = await self._submit(scope, receive)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    async def _submit(self, scope: Scope, receive: Any) -> tuple[int, bytes]:
+        ctl = scope["app"].state.ctl if "app" in scope else self.app.state.ctl
+        try:
+            auth = None
+            for k, v in scope["headers"]:
+                if k == b"authorization":
+                    auth = v.decode("latin-1")
+                    break
+            who = ctl.auth.principal(auth)
+            raw = await _read(receive)
+            try:
+                data = json.loads(raw or b"{}")
+            except ValueError as e:
+                raise ApiError(
+                    400, f"the body is not JSON: {e}", "body", "send a JSON object"
+                ) from e
+            body = SubmitBody.model_validate(data)
+            prepared = submitting.prepare(ctl, who, body)
+            await asyncio.wrap_future(ctl.writer.submit(prepared.rows))
+        except ApiError as e:
+            return e.status, _dumps(e.body())
+        except ValidationError as e:
+            return 422, _dumps(validation_body(e.errors()))
+        except Exception:
+            log.exception("submission failed")
+            return 500, _dumps(
+                {"error": "internal error while submitting", "field": "", "fix": "see the log"}
+            )
+        first = prepared.rows[0]
+        out: dict[str, Any] = {"job_id": first["id"], "warnings": prepared.warnings}
+        if "array_job_id" in first:
+            out["array_job_id"] = first["array_job_id"]
+            out["job_ids"] = [
+                f"{first['array_job_id']}_{r['array_task_id']}" for r in prepared.rows
+            ]
+        return 201, _dumps(out)
+
+
+async def _read(receive: Any) -> bytes:
+    chunks = []
+    size = 0
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            raise ApiError(400, "the client went away", "body", "")
+        chunk = msg.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise ApiError(413, "the request body is too large", "body", "send a smaller script")
+        chunks.append(chunk)
+        if not msg.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
