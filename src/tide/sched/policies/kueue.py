@@ -233,7 +233,8 @@ class KueuePolicy:
         for jid, ctx in ctxs.items():
             job = ctx.job
             meta = job.meta
-            if jid in admitted or float(meta.get(REQUEUE_AT, 0.0)) > now:  # type: ignore[arg-type]
+            meta = cyc.decisions.meta.get(jid, meta)  # evicted this cycle: its new state
+            if jid in admitted or float(meta.get(REQUEUE_AT) or 0.0) > now:  # type: ignore[arg-type]
                 if jid not in admitted:
                     cyc.decisions.pending[jid] = PendingInfo(Reason.RESOURCES)
                 continue

@@ -127,7 +127,8 @@ def _sjbf(cyc: Cycle, order: list[int], aged: float) -> list[int]:
     rank = {i: k for k, i in enumerate(young)}
 
     def planned(i: int) -> float:
-        ctx = cyc.contexts.get(pending[i].id)
+        job = pending[i]
+        ctx = cyc.contexts[job.id] if job.id in cyc.contexts else context(cyc, job)
         return float(ctx.shape.time_limit) if ctx is not None else math.inf
 
     return head + old + sorted(young, key=lambda i: (planned(i), rank[i]))
