@@ -64,11 +64,8 @@ def render(entries: Iterable[Entry], f: QueueFilter, now: float, start: bool = F
     rows.sort(key=lambda e: (e.meta.state == "PENDING", -e.meta.priority, e.job.id))
     cells = [_start_row(e) if start else _row(e, now) for e in rows]
     head = HEAD_START if start else HEAD
-    widths = [len(h) for h in head]
-    for r in cells:
-        for i, c in enumerate(r):
-            if len(c) > widths[i]:
-                widths[i] = len(c)
+    cols = list(zip(*cells, strict=True)) if cells else [()] * len(head)
+    widths = [max(len(h), max(map(len, c), default=0)) for h, c in zip(head, cols, strict=True)]
     right = {0, 5, 6, 7} if not start else {0, 6}
     fmt = (
         " ".join(("{:>%d}" if i in right else "{:<%d}") % w for i, w in enumerate(widths[:-1]))
@@ -87,6 +84,8 @@ def _jid(e: Entry) -> str:
 
 
 def _row(e: Entry, now: float) -> tuple[str, ...]:
+    if e.cells is not None and e.running is None:
+        return e.cells  # a pending job's line changes only with its reason/priority
     j, m = e.job, e.meta
     req = j.request
     if e.running is not None:
@@ -101,7 +100,7 @@ def _row(e: Entry, now: float) -> tuple[str, ...]:
         nodes = req.node_range()[0]
         gpus = req.total_gpus(nodes)
         where = f"({m.reason})"
-    return (
+    cells = (
         _jid(e),
         part,
         req.name[:8],
@@ -112,6 +111,9 @@ def _row(e: Entry, now: float) -> tuple[str, ...]:
         str(gpus),
         where,
     )
+    if e.running is None:
+        e.cells = cells
+    return cells
 
 
 def _start_row(e: Entry) -> tuple[str, ...]:

@@ -76,6 +76,7 @@ class Entry:
     job: Job
     meta: Meta
     running: Running | None = None  # for live jobs with an allocation
+    cells: tuple[str, ...] | None = None  # squeue line of a pending job (queue_text)
 
 
 @dataclass(slots=True)
@@ -191,6 +192,7 @@ class ActiveJobs:
                 return
             for k, v in values.items():
                 setattr(entry.meta, k, v)
+            entry.cells = None
 
     def set_eligible(self, job_id: int, when: float) -> None:
         with self._lock:
