@@ -20,6 +20,28 @@ from tide.client.format import midnight, parse_time, print_json
 
 Ids = Annotated[list[str], typer.Argument(help="job ids: 12, 12_3 (array task), 12 (whole array)")]
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True}
+# top-level words that need neither the twin nor the cluster tools (tide.cli.main)
+FAST_COMMANDS = frozenset(
+    {
+        "sbatch",
+        "submit",
+        "queue",
+        "cancel",
+        "hold",
+        "release",
+        "requeue",
+        "update",
+        "acct",
+        "report",
+        "share",
+        "prio",
+        "nodes",
+        "show",
+        "node",
+        "notify",
+        "admin",
+    }
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from tide.cli import jobs as jobs_cli
 from tide.cli.admin import admin_app
-from tide.cli.cluster import cluster_app
 from tide.cli.server import server_app
-from tide.cli.sim import sim_app
 
 app = typer.Typer(
     name="tide",
@@ -16,8 +16,15 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-app.add_typer(cluster_app, name="cluster")
-app.add_typer(sim_app, name="sim")
+# Everyday commands (`tide queue`, `tide sbatch`, ...) must start fast: when one of
+# them is what runs, the twin and cluster tools (numpy, the core, YAML schemas)
+# are not imported at all.
+if not (len(sys.argv) > 1 and sys.argv[1] in jobs_cli.FAST_COMMANDS):
+    from tide.cli.cluster import cluster_app
+    from tide.cli.sim import sim_app
+
+    app.add_typer(cluster_app, name="cluster")
+    app.add_typer(sim_app, name="sim")
 app.registered_commands += server_app.registered_commands  # `tide server`
 jobs_cli.register(app)  # sbatch, queue, cancel, show, acct, nodes, ...
 app.add_typer(admin_app, name="admin")
