@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tide.config.errors import ConfigError
+from tide.sim.faults import Fault, read_faults
 from tide.sim.runner import (
     SCENARIOS,
     PolicyRun,
@@ -60,6 +61,12 @@ BfInterval = Annotated[
 ]
 Mtbf = Annotated[float | None, typer.Option(help="Mean time between failures per node (s).")]
 Mttr = Annotated[float, typer.Option(help="Mean time to repair (s).")]
+FaultsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--faults", help="CSV of node failures: time,node[,repair_seconds] (seconds from start)."
+    ),
+]
 
 
 def _inputs(
@@ -76,15 +83,28 @@ def _inputs(
         raise typer.Exit(1) from None
 
 
+def _faults(
+    inputs: SimInputs, path: Path | None, mtbf: float | None, mttr: float, seed: int
+) -> list[Fault]:
+    """Failures listed in --faults plus those drawn from --mtbf/--mttr."""
+    listed: list[Fault] = []
+    if path is not None:
+        try:
+            listed = read_faults(path, {n.name for n in inputs.cluster.nodes})
+        except (OSError, ValueError) as e:
+            console.print(f"[red]error:[/red] --faults: {e}")
+            raise typer.Exit(1) from None
+    drawn = faults_for(inputs, mtbf, mttr, None, seed)
+    return sorted([*listed, *drawn], key=lambda f: (f.time, f.node))
+
+
 def _run(
     inputs: SimInputs,
     policy: str,
     backfill: str | None,
     order: str | None,
     bf_interval: int | None,
-    mtbf: float | None,
-    mttr: float,
-    seed: int,
+    faults: list[Fault],
 ) -> PolicyRun:
     try:
         cfg = configure(inputs.config, backfill, order, bf_interval)
@@ -93,7 +113,6 @@ def _run(
             f"[red]error:[/red] {e} (backfill: none|easy|conservative; order: priority|fcfs|sjf)"
         )
         raise typer.Exit(1) from None
-    faults = faults_for(inputs, mtbf, mttr, None, seed)
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -162,6 +181,7 @@ def run_cmd(
     bf_interval: BfInterval = None,
     mtbf: Mtbf = None,
     mttr: Mttr = 3600.0,
+    faults: FaultsFile = None,
 ) -> None:
     """Replay one workload under one policy; writes jobs.csv, metrics.json, report.html.
 
@@ -170,7 +190,9 @@ def run_cmd(
     """
     opts = WorkloadOptions(swf_filter, estimates, gpus_per_node, seed)
     inputs = _inputs(workload, scenario, cluster, slurm_conf, opts)
-    run = _run(inputs, policy, backfill, order, bf_interval, mtbf, mttr, seed)
+    run = _run(
+        inputs, policy, backfill, order, bf_interval, _faults(inputs, faults, mtbf, mttr, seed)
+    )
     write_policy_outputs(out, run)
     write_comparison(out, inputs, [run])
     Console().print(_table([run]))
@@ -196,6 +218,7 @@ def compare_cmd(
     bf_interval: BfInterval = None,
     mtbf: Mtbf = None,
     mttr: Mttr = 3600.0,
+    faults: FaultsFile = None,
 ) -> None:
     """Replay one workload under several policies, side by side.
 
@@ -217,8 +240,9 @@ def compare_cmd(
     opts = WorkloadOptions(swf_filter, estimates, gpus_per_node, seed)
     inputs = _inputs(workload, scenario, cluster, slurm_conf, opts)
     runs = []
+    fault_list = _faults(inputs, faults, mtbf, mttr, seed)  # the same failures for everyone
     for name in names:
-        run = _run(inputs, name, backfill, order, bf_interval, mtbf, mttr, seed)
+        run = _run(inputs, name, backfill, order, bf_interval, fault_list)
         write_policy_outputs(out / name, run)
         runs.append(run)
     write_comparison(out, inputs, runs)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,6 +48,31 @@ def draw_faults(
             out.append(Fault(t, name, repair))
             t += repair + float(rng.exponential(mtbf))
     return sorted(out, key=lambda f: (f.time, f.node))
+
+
+def read_faults(path: Path, nodes: set[str]) -> list[Fault]:
+    """A CSV of failures: `time,node[,repair_seconds]` per line ('#' comments)."""
+    out: list[Fault] = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text or text.lower().startswith("time"):
+            continue
+        parts = [p.strip() for p in text.split(",")]
+        try:
+            when = float(parts[0])
+            repair = float(parts[2]) if len(parts) > 2 else 3600.0
+        except (ValueError, IndexError):
+            raise ValueError(
+                f"{path}:{lineno}: {text!r}: write time,node[,repair_seconds] "
+                "with times in seconds, e.g. 3600,gpu001,1800"
+            ) from None
+        if len(parts) < 2 or parts[1] not in nodes:
+            raise ValueError(
+                f"{path}:{lineno}: node {parts[1] if len(parts) > 1 else ''!r} "
+                "is not in the cluster; use a node name from the cluster file"
+            )
+        out.append(Fault(when, parts[1], repair))
+    return out
 
 
 def saved_work(act: Active, t: float) -> tuple[float, float]:
