@@ -119,7 +119,7 @@ def test_backfill_never_delays_a_reservation(sc) -> None:  # type: ignore[no-unt
 @SETTINGS
 @given(scenarios())
 def test_the_top_reservation_is_the_same_with_or_without_backfill(sc) -> None:  # type: ignore[no-untyped-def]
-    cluster, run, pending, mode = sc
+    cluster, run, pending, _ = sc
     d = schedule(_snap(cluster, run, pending, BackfillMode.CONSERVATIVE))
     planned = [
         j for j in pending if d.pending.get(j.id) and d.pending[j.id].planned_start is not None
