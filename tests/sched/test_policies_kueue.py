@@ -51,7 +51,10 @@ def _apply_meta(d: Decisions, jobs: list[Job]) -> None:
 def _busy(cluster, used: dict[str, int], account: str = "b") -> list[Running]:  # type: ignore[no-untyped-def]
     return [
         running(
-            job(900 + k, gpus_per_node=n, account=account), cluster, {name: tuple(range(n))}, 0,
+            job(900 + k, gpus_per_node=n, account=account),
+            cluster,
+            {name: tuple(range(n))},
+            0,
             cores=0,
         )
         for k, (name, n) in enumerate(used.items())

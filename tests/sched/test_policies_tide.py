@@ -3,6 +3,8 @@ job first behind the first blocked job, an aging guard, backfill every cycle."""
 
 from __future__ import annotations
 
+import pytest
+
 from tide.model import JobRequest, Reservation
 from tide.model.sched_config import BackfillMode, QueueOrder
 from tide.sched.index import build_index
@@ -161,3 +163,28 @@ def test_backfills_even_between_bf_intervals() -> None:
     usage = Usage.empty(ix)
     usage.allocate(snap.running[0].alloc)
     assert TidePolicy(ix, every_cycle=False).schedule(snap, usage).starts == []
+
+
+# -- the claim, on the bundled demo scenario ------------------------------------------
+
+
+@pytest.mark.slow
+def test_tide_beats_slurm_on_the_demo_scenario() -> None:
+    from tide.config.loader import bundled_cluster
+    from tide.sim.metrics import compute_metrics
+    from tide.sim.workload.scenarios import read_scenario
+
+    metrics = {}
+    for policy in ("slurm", "tide"):
+        loaded = bundled_cluster("demo")
+        out = Engine(loaded.cluster, loaded.config, policy, accounts=loaded.accounts).run(
+            read_scenario("demo")
+        )
+        metrics[policy] = compute_metrics(out.results, out.capacity_gpus, out.samples)
+    slurm, tide = metrics["slurm"], metrics["tide"]
+    assert tide["jobs_completed"] == tide["jobs"]  # nobody starves for good
+    assert tide["mean_wait"] < slurm["mean_wait"]
+    assert tide["mean_bsld"] < slurm["mean_bsld"]
+    assert tide["utilization"] > slurm["utilization"]
+    big, big_slurm = tide["wait_by_size"]["64+"], slurm["wait_by_size"]["64+"]
+    assert big["max"] <= big_slurm["max"]  # the largest jobs wait no longer
