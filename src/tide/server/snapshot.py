@@ -103,11 +103,27 @@ class ActiveJobs:
         with self._lock:
             self._dirty |= ids
 
-    def refresh(self, session: Session, now: float, full: bool = False) -> dict[int, Entry]:
+    def refresh(
+        self, session: Session, now: float, full: bool = False, wait: bool = True
+    ) -> dict[int, Entry]:
         """Bring the mirror up to date; returns the live entries (a copy).
-        One refresh at a time, so an older read never overwrites a newer one."""
-        with self._refresh_lock:
+        One refresh at a time, so an older read never overwrites a newer one;
+        with wait=False (views), a refresh already under way is not waited for
+        and the entries as they are now are returned."""
+        if not self._refresh_lock.acquire(blocking=wait):
+            with self._lock:
+                return dict(self._entries)
+        try:
             return self._refresh(session, now, full)
+        finally:
+            self._refresh_lock.release()
+
+    def prime(self, requests: dict[int, JobRequest]) -> None:
+        """Requests of just-submitted jobs (rev 0), already parsed by the submit
+        path: the next refresh need not read and parse their JSON again."""
+        with self._lock:
+            for job_id, req in requests.items():
+                self._reqs[job_id] = (0, req)
 
     def _refresh(self, session: Session, now: float, full: bool) -> dict[int, Entry]:
         with self._lock:
@@ -126,11 +142,12 @@ class ActiveJobs:
             ids = sorted(dirty)
             found: dict[int, Entry | None] = dict.fromkeys(ids)
             for i in range(0, len(ids), CHUNK):
-                # the request text comes along: changed rows are mostly new jobs
-                stmt = select(*_COLS, JobRow.request).where(JobRow.id.in_(ids[i : i + CHUNK]))
-                for r in session.execute(stmt):
+                chunk = ids[i : i + CHUNK]
+                rows = list(session.execute(select(*_COLS).where(JobRow.id.in_(chunk))))
+                texts = self._missing_requests(session, rows)
+                for r in rows:
                     active = r.state in jobrepo.ACTIVE
-                    found[r.id] = self._entry(session, r, now, r.request) if active else None
+                    found[r.id] = self._entry(session, r, now, texts.get(r.id)) if active else None
             with self._lock:
                 for job_id, entry in found.items():
                     if entry is None:
@@ -140,6 +157,15 @@ class ActiveJobs:
                         self._entries[job_id] = entry
         with self._lock:
             return dict(self._entries)
+
+    def _missing_requests(self, session: Session, rows: list[Any]) -> dict[int, str]:
+        """Request JSON of the rows whose (id, rev) is not cached, in one query."""
+        with self._lock:
+            miss = [r.id for r in rows if self._reqs.get(r.id, (-1, None))[0] != r.rev]
+        if not miss:
+            return {}
+        stmt = select(JobRow.id, JobRow.request).where(JobRow.id.in_(miss))
+        return {job_id: text for job_id, text in session.execute(stmt)}
 
     def _entry(self, session: Session, r: Any, now: float, text: str | None = None) -> Entry:
         req = self._request(session, r.id, r.rev, text)

@@ -121,7 +121,7 @@ def queue_text(
     )
     now = time.time()
     with ctl.sessions() as s:
-        entries = ctl.active.refresh(s, now)
+        entries = ctl.active.refresh(s, now, wait=False)
     return render(entries.values(), f, now, start)
 
 

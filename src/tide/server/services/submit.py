@@ -26,6 +26,7 @@ MAX_ARRAY = 100_000  # MaxArraySize-like guard
 class Prepared:
     rows: list[dict[str, Any]]
     warnings: list[str]
+    request: JobRequest | None = None  # as stored (every task of an array shares it)
 
     @property
     def job_ids(self) -> list[int]:
@@ -124,7 +125,9 @@ def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
     feasible.check(ctl.cluster, req, parts)
     _check_dependency(ctl, req)
     rows = _rows(ctl, req, user, account, qos, script, script_args, body, now, warnings)
-    return Prepared(rows, warnings)
+    stored = replace(req, hold=False)  # what _rows wrote as the request JSON
+    ctl.active.prime({r["id"]: stored for r in rows})
+    return Prepared(rows, warnings, stored)
 
 
 def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str, list[Partition]]:
