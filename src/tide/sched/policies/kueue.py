@@ -52,7 +52,7 @@ from tide.sched.eligibility import JobContext
 from tide.sched.fairshare import sshare_rows
 from tide.sched.index import ClusterIndex
 from tide.sched.policies.gate import Opener, gpus_of, ready
-from tide.sched.policies.k8s import Waiting, bind_round, evict_lost_pods, waiting_for
+from tide.sched.policies.k8s import bind_round, evict_lost_pods, waiting_for
 from tide.sched.policies.pods import Scorer, fits_empty, job_priority, pod_shapes
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, PendingInfo, Reason, Snapshot
@@ -167,7 +167,7 @@ class KueuePolicy:
             if jid in ctxs
         ]
         bind_round(cyc, self.scorer, waiting)
-        self._wake(cyc, waiting, admitted)
+        self._wake(cyc, admitted)
         return cyc.decisions
 
     # -- waitForPodsReady ------------------------------------------------------
@@ -258,11 +258,11 @@ class KueuePolicy:
 
     # -- timers ----------------------------------------------------------------
 
-    def _wake(self, cyc: Cycle, waiting: list[Waiting], admitted: dict[int, float]) -> None:
+    def _wake(self, cyc: Cycle, admitted: dict[int, float]) -> None:
         """The next timeout of a workload still waiting for pods, or requeue time."""
         now = cyc.snap.now
         started = {s.job_id for s in cyc.decisions.starts}
-        times = [admitted[w.job.id] + self.timeout for w in waiting if w.job.id not in started]
+        times = [t + self.timeout for jid, t in admitted.items() if jid not in started]
         for job in cyc.snap.pending:
             meta = cyc.decisions.meta.get(job.id, job.meta)
             at = meta.get(REQUEUE_AT)
