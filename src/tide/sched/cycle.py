@@ -431,10 +431,9 @@ def _shape_key(ctx: JobContext) -> tuple:
 
 
 def _hold_started(cyc: Cycle, plan: Plan) -> None:
-    """A job started by backfill holds its resources in the plan until its limit."""
+    """A job started by backfill joins the plan's running jobs until its limit."""
     alloc, end = cyc.started[-1]
-    for na in alloc.nodes:
-        plan.holds.add(na.node, cyc.snap.now, end, len(na.gpus), len(na.cores), na.mem, False)
+    plan.start(alloc, end)
 
 
 def _add_reservation_holds(cyc: Cycle, plan: Plan) -> None:

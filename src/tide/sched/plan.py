@@ -110,10 +110,13 @@ class Plan:
         ]
         n = ix.n
         if not rows:
-            empty = np.full((n, 1), INF)
-            zeros = np.zeros((n, 1), dtype=np.int64)
             return cls(
-                ix, now, *_free_arrays(usage, share), empty, zeros, zeros, zeros, np.array([])
+                ix,
+                now,
+                *_free_arrays(usage, share),
+                np.full((n, 1), INF),
+                *(np.zeros((n, 1), dtype=np.int64) for _ in range(3)),  # three arrays, not one
+                np.array([]),
             )
         arr = np.array(rows, dtype=np.float64)
         order = np.lexsort((arr[:, 1], arr[:, 0]))
@@ -218,30 +221,64 @@ class Plan:
             self._ready[key] = self._node_ready(shape)
         return self._ready[key]
 
-    def _node_ready(self, shape: Shape) -> np.ndarray:
+    def _node_ready(self, shape: Shape, rows: np.ndarray | None = None) -> np.ndarray:
+        """Ready times for every node, or for `rows` only."""
         ix = self.ix
+        rows = np.arange(ix.n) if rows is None else rows
+        rel_t = self.rel_t[rows]
         if shape.exclusive:
-            busy = (self.free_gpus < ix.gpus) | (self.free_cores < ix.cores)
-            last = np.where(np.isfinite(self.rel_t), self.rel_t, -INF).max(axis=1)
+            busy = (self.free_gpus[rows] < ix.gpus[rows]) | (self.free_cores[rows] < ix.cores[rows])
+            last = np.where(np.isfinite(rel_t), rel_t, -INF).max(axis=1)
             return np.where(busy, np.maximum(last, self.now), self.now)
         need = (
             (self.rel_g, self.free_gpus, shape.gpus_per_node),
             (self.rel_c, self.free_cores, node_cores(ix, shape.cpus_per_node)),
             (self.rel_m, self.free_mem, shape.mem_per_node),
         )
-        ready = np.full(ix.n, self.now)
-        for cum, free, amount in need:
-            amount = np.asarray(amount)
-            if not np.any(amount):
-                continue
+        ready = np.full(len(rows), self.now)
+        for cum, free_all, amount_all in need:
+            amount = np.broadcast_to(np.asarray(amount_all), (ix.n,))[rows]
+            free = free_all[rows]
             short = free < amount
             if not short.any():
                 continue
-            enough = (free[:, None] + cum) >= np.reshape(amount, (-1, 1))
+            enough = (free[:, None] + cum[rows]) >= amount[:, None]
             first = enough.argmax(axis=1)
-            t = np.where(enough.any(axis=1), self.rel_t[np.arange(ix.n), first], INF)
+            t = np.where(enough.any(axis=1), rel_t[np.arange(len(rows)), first], INF)
             ready = np.where(short, np.maximum(ready, t), ready)
         return ready
+
+    def start(self, alloc: Allocation, end: float) -> None:
+        """A job this pass started now: it takes its share from the free
+        amounts and gives it back at `end` (its time limit), like any running job."""
+        for na in alloc.nodes:
+            self._insert_release(na.node, end, len(na.gpus), len(na.cores), na.mem)
+            self.free_gpus[na.node] -= len(na.gpus)
+            self.free_cores[na.node] -= len(na.cores)
+            self.free_mem[na.node] -= na.mem
+        nodes = np.array(sorted({na.node for na in alloc.nodes}))
+        for key, ready in self._ready.items():
+            ready[nodes] = self._node_ready(_key_shape(key), nodes)
+        if end not in self.all_times:
+            self.all_times = np.sort(np.append(self.all_times, end))
+
+    def _insert_release(self, node: int, end: float, g: int, c: int, m: int) -> None:
+        row = self.rel_t[node]
+        if np.isfinite(row[-1]):  # the row is full: one more column for everyone
+            self.rel_t = np.hstack([self.rel_t, np.full((self.ix.n, 1), INF)])
+            for name in ("rel_g", "rel_c", "rel_m"):
+                cum = getattr(self, name)
+                setattr(self, name, np.hstack([cum, cum[:, -1:]]))
+            row = self.rel_t[node]
+        at = int(np.searchsorted(row, end, side="right"))
+        row[at + 1 :] = row[at:-1].copy()
+        row[at] = end
+        for name, amount in (("rel_g", g), ("rel_c", c), ("rel_m", m)):
+            cum = getattr(self, name)[node]  # cumulative: shift, then add from `at` on
+            before = cum[at - 1] if at > 0 else 0
+            cum[at + 1 :] = cum[at:-1].copy()
+            cum[at] = before
+            cum[at:] += amount
 
     def _spread_bound(self, shape: Shape, eligible: np.ndarray) -> float:
         total_now = int(self.free_gpus[eligible].sum())
@@ -340,6 +377,12 @@ class Plan:
 
 
 MAX_CANDIDATES = 64  # start times tested per job before it goes without a hold
+
+
+def _key_shape(key: tuple) -> Shape:
+    """The Shape a node_ready memo key stands for (only these fields matter)."""
+    gpus, cpus, mem, exclusive = key
+    return Shape(1, 1, gpus, gpus, False, cpus, 0, mem, 0, exclusive, "", False, 0)
 
 
 def _round_up(times: np.ndarray, now: float, res: int) -> np.ndarray:
