@@ -196,3 +196,59 @@ def test_reservations(tiny: Any) -> None:
         names = [x["name"] for x in op.get("/v1/reservations").json()["reservations"]]
         assert "maint" in names
         op.delete("/v1/reservations/maint").raise_for_status()
+
+
+def test_fast_submit_path_errors_match_the_api(tiny: Any) -> None:
+    with tiny.client(tiny.tokens["alice"]) as c:
+        r = c.post("/v1/jobs", content=b"{not json", headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and r.json()["field"] == "body"
+        r = c.post("/v1/jobs", json={"script": HELLO, "argv": "-N2"})
+        assert r.status_code == 422 and r.json()["field"] == "argv"
+        r = c.post("/v1/jobs", json={"script": HELLO, "job": {"gpus_per_nod": 1}})
+        assert r.status_code == 400 and r.json()["field"] == "job.gpus_per_nod"
+    with tiny.client("tide_wrong") as c:
+        r = c.post("/v1/jobs", json={"script": HELLO})
+        assert r.status_code == 401 and r.json()["field"] == "Authorization"
+
+
+def test_batch_submit_keeps_good_items_and_reports_bad_ones(tiny: Any) -> None:
+    before = _count(tiny)
+    items = [
+        {"script": HELLO, "argv": ["--hold"], "cwd": str(tiny.work)},
+        {"script": HELLO, "argv": ["-p", "nope"]},
+        {"script": HELLO, "argv": ["--hold", "--array=0-2"], "cwd": str(tiny.work)},
+    ]
+    with tiny.client(tiny.tokens["alice"]) as c:
+        r = c.post("/v1/jobs/batch", json={"jobs": items})
+        assert r.status_code == 201, r.text
+        res = r.json()["results"]
+        assert "job_id" in res[0] and res[1]["field"] == "partition" and "job_id" in res[2]
+        assert r.json()["submitted"] == 2
+        for x in (res[0]["job_id"], res[2]["job_id"]):
+            c.delete(f"/v1/jobs/{x}").raise_for_status()
+    assert _count(tiny) == before + 4  # one job + a 3-task array
+
+
+def test_operators_may_submit_for_a_user_users_may_not(tiny: Any) -> None:
+    with tiny.client(tiny.tokens["oscar"]) as op:
+        r = submit(op, HELLO, tiny.work, ["--hold"], user="bob")
+        assert r.status_code == 201, r.text
+        j = job(op, r.json()["job_id"])
+        assert j["user"] == "bob" and j["account"] == "bio"
+        op.delete(f"/v1/jobs/{j['id']}").raise_for_status()
+    with tiny.client(tiny.tokens["alice"]) as alice:
+        assert submit(alice, HELLO, tiny.work, user="bob").status_code == 403
+
+
+def test_queue_views_agree(tiny: Any) -> None:
+    with tiny.client(tiny.tokens["alice"]) as c:
+        jid = submit(c, HELLO, tiny.work, ["--hold", "-J", "viewjob"]).json()["job_id"]
+        text = c.get("/v1/jobs", params={"format": "squeue"}).text
+        cols = c.get("/v1/jobs", params={"format": "columns"}).json()
+        line = next(x for x in text.splitlines() if x.split()[0] == str(jid))
+        assert line.split()[1:5] == ["gpu", "viewjob", "alice", "PD"]
+        assert line.endswith("(JobHeldUser)")
+        assert jid in [r[0] for r in cols["rows"]]
+        start = c.get("/v1/jobs", params={"format": "squeue-start"}).text
+        assert start.splitlines()[0].split()[5] == "START_TIME"
+        c.delete(f"/v1/jobs/{jid}").raise_for_status()
