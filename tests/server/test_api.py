@@ -252,3 +252,10 @@ def test_queue_views_agree(tiny: Any) -> None:
         start = c.get("/v1/jobs", params={"format": "squeue-start"}).text
         assert start.splitlines()[0].split()[5] == "START_TIME"
         c.delete(f"/v1/jobs/{jid}").raise_for_status()
+
+
+def test_prometheus_metrics(tiny: Any) -> None:
+    with tiny.client("") as c:
+        text = c.get("/metrics").text
+    assert 'tide_jobs{state="PENDING"}' in text
+    assert "tide_gpus_total 16.0" in text and "tide_sched_passes_total" in text

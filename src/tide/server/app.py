@@ -41,6 +41,7 @@ def create_app(settings: Settings, controller: Controller | None = None, **ctl_k
     app.state.ctl = ctl
     errors.install(app)
     for r in (
+        meta.metrics_router,
         meta.router,
         jobs.router,
         nodes.router,

@@ -226,6 +226,11 @@ class ActiveJobs:
             if entry is not None and entry.job.eligible is None:
                 entry.job.eligible = when
 
+    def snapshot_entries(self) -> list[Entry]:
+        """The entries as they are now, without refreshing."""
+        with self._lock:
+            return list(self._entries.values())
+
     def __len__(self) -> int:
         return len(self._entries)
 

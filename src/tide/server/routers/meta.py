@@ -5,18 +5,26 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
 import tide
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
 
 router = APIRouter(prefix="/v1", tags=["meta"])
+metrics_router = APIRouter(tags=["meta"])
 
 
 @router.get("/ping", summary="Liveness (no token needed)")
 def ping() -> dict[str, Any]:
     return {"ok": True, "version": tide.__version__, "time": time.time()}
+
+
+@metrics_router.get("/metrics", summary="Prometheus metrics (aggregates, no token)")
+def metrics(request: Request) -> Response:
+    from tide.server.metrics import render
+
+    return Response(render(ctl_of(request)), media_type="text/plain; version=0.0.4")
 
 
 @router.get("/whoami", summary="The caller's user and role")

@@ -1,0 +1,63 @@
+"""Prometheus metrics at /metrics: queue size, loop timings, submissions.
+
+Aggregates only (no job names or users), so it needs no token, like most
+exporters. Values are read when scraped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+
+class _Collector:
+    def __init__(self, ctl: Any) -> None:
+        self.ctl = ctl
+
+    def collect(self) -> Iterator[Any]:
+        ctl = self.ctl
+        states: Counter[str] = Counter()
+        gpus = 0
+        for e in ctl.active.snapshot_entries():
+            states[e.meta.state] += 1
+            if e.running is not None:
+                gpus += e.running.alloc.gpu_count
+        g = GaugeMetricFamily("tide_jobs", "Active jobs by state", labels=["state"])
+        for st in ("PENDING", "RUNNING", "COMPLETING", "SUSPENDED"):
+            g.add_metric([st], states.get(st, 0))
+        yield g
+        yield GaugeMetricFamily("tide_gpus_allocated", "GPUs held by live jobs", value=gpus)
+        yield GaugeMetricFamily(
+            "tide_gpus_total", "GPUs in the cluster", value=ctl.cluster.total_gpus
+        )
+        if ctl.writer is not None:
+            yield CounterMetricFamily(
+                "tide_submitted_jobs", "Jobs stored by the submit writer", value=ctl.writer.jobs
+            )
+            yield CounterMetricFamily(
+                "tide_submit_commits", "Group commits of submissions", value=ctl.writer.commits
+            )
+        if ctl.loop is not None:
+            st = ctl.loop.stats
+            yield CounterMetricFamily("tide_sched_passes", "Scheduling passes", value=st.cycles)
+            yield CounterMetricFamily(
+                "tide_sched_started_jobs", "Jobs started by the loop", value=st.started
+            )
+            yield CounterMetricFamily("tide_sched_errors", "Failed passes", value=st.errors)
+            p = GaugeMetricFamily(
+                "tide_sched_last_pass_seconds", "Phases of the last pass", labels=["phase"]
+            )
+            p.add_metric(["load"], st.last_load)
+            p.add_metric(["process"], st.last_process)
+            p.add_metric(["apply"], st.last_apply)
+            yield p
+
+
+def render(ctl: Any) -> bytes:
+    reg = CollectorRegistry()
+    reg.register(_Collector(ctl))  # type: ignore[arg-type]
+    return bytes(generate_latest(reg))
