@@ -19,12 +19,14 @@ import numpy as np
 
 from tide.model import Job, Partition
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
+from tide.sched import preempt as _preempt
 from tide.sched.deps import DepState, DepWorld, evaluate
 from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.limits import LimitChecker
 from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
 from tide.sched.plan import INF, Plan
+from tide.sched.quota import borrow_pass, ledger_for
 from tide.sched.state import Usage
 from tide.sched.types import (
     Allocation,
@@ -55,14 +57,17 @@ class Cycle:
     resv: Plan | None = None  # advance reservations, seen by the main pass
     resources_job: int | None = None  # the one job whose reason is Resources
     memo: dict[tuple, JobContext | None] = field(default_factory=dict)
+    shared: dict[tuple, JobContext] = field(default_factory=dict)  # one cycle's request masks
     partitions: object | None = None
+    victim_order: str = "lost_work"  # preemption victims: "lost_work" (tide) or "priority"
 
 
 class Scheduler:
     """Keeps the cluster index between cycles (it depends only on the cluster)."""
 
-    def __init__(self, cluster_index: ClusterIndex) -> None:
+    def __init__(self, cluster_index: ClusterIndex, victim_order: str = "lost_work") -> None:
         self.ix = cluster_index
+        self.victim_order = victim_order  # docs/preemption.md
         # Memo of per-job contexts (shape, node masks, static reasons): they
         # depend only on the job, the accounts and which nodes are usable, so
         # the memo is dropped whenever either of those two changes.
@@ -80,6 +85,7 @@ class Scheduler:
             self._contexts.clear()
             self._memo_key = key
         cyc.memo = self._contexts
+        cyc.victim_order = self.victim_order
         if "priority_partitions" not in self.ix.memo:
             from tide.sched.priority import partition_table
 
@@ -112,7 +118,7 @@ def usage_from(ix: ClusterIndex, snap: Snapshot) -> Usage:
 def _start_cycle(snap: Snapshot, ix: ClusterIndex, usage: Usage | None) -> Cycle:
     usage = usage.copy() if usage is not None else usage_from(ix, snap)
     usage.usable = ix.up & np.array([n.state.schedulable for n in snap.cluster.nodes])
-    limits = LimitChecker(snap.accounts)
+    limits = LimitChecker(snap.accounts, ledger_for(snap.quotas, snap.accounts, ix.gpu_type))
     for r in snap.running:
         limits.add(r.job, r.alloc.gpu_count)
     cyc = Cycle(snap, ix, usage, limits)
@@ -184,6 +190,9 @@ def _main_pass(cyc: Cycle, order: list[int]) -> None:
     pending = cyc.snap.pending
     default = cyc.snap.cluster.default_partition()
     every = {p.name for p in cyc.snap.cluster.partitions}
+    preempting = cyc.snap.config.preempt_type not in ("", "preempt/none")
+    if cyc.limits.quota is not None:  # borrowers wait for the borrow pass (quota.py)
+        cyc.limits.quota.borrowing_open = False
     for k, i in enumerate(order):
         if every and every <= blocked:
             # every partition waits behind a blocked job: nothing else can start now
@@ -197,6 +206,8 @@ def _main_pass(cyc: Cycle, order: list[int]) -> None:
                 continue
         ctx = _ready(cyc, job)
         if ctx is None:
+            if cyc.limits.quota is not None:  # waits for lent quota: reclaim it
+                _preempt.plan_reclaim(cyc, job)
             continue
         if all(p.name in blocked for p in ctx.parts):
             cyc.decisions.pending[job.id] = _PRIORITY
@@ -205,6 +216,9 @@ def _main_pass(cyc: Cycle, order: list[int]) -> None:
         if not started:
             blocked.update(p.name for p in ctx.parts)
             _blocked_reason(cyc, ctx.job.id)
+            if preempting:
+                _preempt.plan_preemption(cyc, ctx)
+    borrow_pass(cyc, blocked)
 
 
 def _behind(cyc: Cycle, jobs: list[Job]) -> None:
@@ -212,9 +226,13 @@ def _behind(cyc: Cycle, jobs: list[Job]) -> None:
     waiting for their begin time (the cheap reasons; the rest waits for the
     cycle that examines them, as in Slurm)."""
     now, out = cyc.snap.now, cyc.decisions.pending
+    out.update(dict.fromkeys([job.id for job in jobs], _PRIORITY))
     for job in jobs:
-        reason = quick_reason(job, now)
-        out[job.id] = _PRIORITY if reason is None else PendingInfo(reason)
+        req = job.request
+        if job.held or req.hold or req.begin is not None:
+            reason = quick_reason(job, now)
+            if reason is not None:
+                out[job.id] = PendingInfo(reason)
 
 
 def _ready(cyc: Cycle, job: Job) -> JobContext | None:
@@ -250,7 +268,7 @@ def _ready(cyc: Cycle, job: Job) -> JobContext | None:
 def _context(cyc: Cycle, job: Job) -> JobContext | None:
     req = job.request
     if req.reservation or req.nodelist or job.eligible is None:
-        return build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits)
+        return build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits, cyc.shared)
     key = (
         job.id,
         id(req),
@@ -262,7 +280,7 @@ def _context(cyc: Cycle, job: Job) -> JobContext | None:
         job.eligible,
     )
     if key not in cyc.memo:
-        cyc.memo[key] = build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits)
+        cyc.memo[key] = build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits, cyc.shared)
     return cyc.memo[key]
 
 

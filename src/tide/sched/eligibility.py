@@ -51,17 +51,61 @@ def quick_reason(job: Job, now: float) -> Reason | None:
 
 
 def build_context(
-    job: Job, snap: Snapshot, ix: ClusterIndex, usage: Usage, limits: LimitChecker
+    job: Job,
+    snap: Snapshot,
+    ix: ClusterIndex,
+    usage: Usage,
+    limits: LimitChecker,
+    shared: dict[tuple, JobContext] | None = None,
 ) -> JobContext | None:
+    """The job's context. `shared` (kept by the caller for one cycle) lets
+    jobs asking for the same thing share node masks and partition checks."""
     from tide.sched.cycle import time_limit
 
-    names = [job.partition] if job.partition else list(job.request.partitions)
+    req = job.request
+    names = [job.partition] if job.partition else list(req.partitions)
     if not names:
         default = snap.cluster.default_partition()
         names = [default.name] if default else []
     parts = [snap.cluster.partition(n) for n in names]
     first = next((p for p in parts if p is not None), None)
-    shape = shape_of(job.request, time_limit(job, first, snap.config))
+    shape = shape_of(req, time_limit(job, first, snap.config))
+    user = job.user if req.reservation else ""  # reservations admit by user
+    key = (
+        tuple(names),
+        shape,
+        job.account,
+        job.qos,
+        user,
+        req.constraint,
+        req.nodelist,
+        req.exclude,
+        req.reservation,
+    )
+    base = shared.get(key) if shared is not None else None
+    if base is None:
+        base = _base_context(job, parts, shape, snap, ix, usage)
+        if shared is not None:
+            shared[key] = base
+    ctx = JobContext(job, base.parts, base.eligible, shape, base.reason, base.reservation)
+    if ctx.reason is None:
+        ctx.reason = limits.static_reason(job, shape)
+    if req.switches is not None:
+        since = job.eligible if job.eligible is not None else snap.now
+        wait = req.switches_wait
+        ctx.switch_deadline = since + (wait if wait is not None else snap.config.max_switch_wait)
+    return ctx
+
+
+def _base_context(
+    job: Job,
+    parts: list[Partition | None],
+    shape: Shape,
+    snap: Snapshot,
+    ix: ClusterIndex,
+    usage: Usage,
+) -> JobContext:
+    """Partitions, node masks and the reasons that depend on the request only."""
     ctx = JobContext(job, [], [], shape)
     reasons: list[Reason] = []
     for part in parts:
@@ -75,11 +119,7 @@ def build_context(
     if not ctx.parts:
         ctx.reason = reasons[0] if reasons else Reason.BAD_CONSTRAINTS
         return ctx
-    ctx.reason = limits.static_reason(job, shape) or _narrow(ctx, snap, ix, usage)
-    wait = job.request.switches_wait
-    if job.request.switches is not None:
-        since = job.eligible if job.eligible is not None else snap.now
-        ctx.switch_deadline = since + (wait if wait is not None else snap.config.max_switch_wait)
+    ctx.reason = _narrow(ctx, snap, ix, usage)
     return ctx
 
 

@@ -189,6 +189,17 @@ def _fewest_leaves(
     return plan
 
 
+def leaf_nodes(ix: ClusterIndex, leaf: int) -> np.ndarray:
+    """The nodes under one leaf, in index order (memoised per cluster)."""
+    table = ix.memo.get("leaf_nodes")
+    if table is None:
+        order = np.argsort(ix.leaf_of, kind="stable")
+        bounds = np.searchsorted(ix.leaf_of[order], np.arange(ix.n_leaves + 1))
+        table = [order[bounds[k] : bounds[k + 1]] for k in range(ix.n_leaves)]
+        ix.memo["leaf_nodes"] = table
+    return table[leaf]  # type: ignore[index]
+
+
 def _ordered(ix: ClusterIndex, nodes: np.ndarray, key: np.ndarray) -> np.ndarray:
     return nodes[np.lexsort((nodes, key[nodes], ix.weight[nodes]))]
 
@@ -204,8 +215,8 @@ def _fill_fixed(
     picks: list[NodePick] = []
     cores = node_cores(ix, shape.cpus_per_node)
     for leaf, quota in sorted(plan.items()):
-        nodes = np.flatnonzero((ix.leaf_of == leaf) & (cap > 0))
-        nodes = _ordered(ix, nodes, key)
+        nodes = leaf_nodes(ix, leaf)
+        nodes = _ordered(ix, nodes[cap[nodes] > 0], key)
         take = min(len(nodes), quota + extra)
         extra -= take - quota
         for n in nodes[:take]:
@@ -224,7 +235,8 @@ def _fill_spread(
     picks: list[NodePick] = []
     cores = node_cores(ix, shape.cpus_per_node)
     for leaf, quota in sorted(plan.items()):
-        nodes = np.flatnonzero((ix.leaf_of == leaf) & (cap > 0))
+        nodes = leaf_nodes(ix, leaf)
+        nodes = nodes[cap[nodes] > 0]
         # most usable GPUs first (fewest nodes); the remainder best fit
         nodes = nodes[np.lexsort((nodes, -cap[nodes]))]
         remaining = quota
