@@ -109,6 +109,7 @@ class Partition:
     state: str = "UP"  # UP, DOWN, DRAIN, INACTIVE
     preempt_mode: str = ""
     requeue: bool | None = None  # partition default for --requeue
+    grace_time: int = 0  # GraceTime: seconds a preempted job gets (preempt/partition_prio)
 
 
 class TopologyKind(StrEnum):

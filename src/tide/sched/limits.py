@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tide.model import AccountTree, Job, Limits, Partition
 from tide.sched.shape import Shape
 from tide.sched.types import Reason
+
+if TYPE_CHECKING:
+    from tide.sched.quota import QuotaLedger
 
 GPU = "gres/gpu"
 
@@ -55,10 +59,11 @@ class Counters:
 
 
 class LimitChecker:
-    def __init__(self, accounts: AccountTree) -> None:
+    def __init__(self, accounts: AccountTree, quota: QuotaLedger | None = None) -> None:
         self.accounts = accounts
         self.count = Counters()
         self._lineage: dict[str, list[str]] = {}
+        self.quota = quota  # Kueue-style quotas (tide.sched.quota), checked last
 
     def lineage(self, account: str) -> list[str]:
         if account not in self._lineage:
@@ -79,10 +84,15 @@ class LimitChecker:
         c.qos_user_jobs[(job.qos, job.user)] += sign
         if job.array_job_id is not None:
             c.array_running[job.array_job_id] += sign
+        if self.quota is not None:
+            self.quota.add(job, gpus, sign)
 
     def reason(self, job: Job, gpus: int) -> Reason | None:
         """The first limit this job would break by starting now, else None."""
-        return self._assoc(job, gpus) or self._qos(job, gpus) or self._array(job)
+        reason = self._assoc(job, gpus) or self._qos(job, gpus) or self._array(job)
+        if reason is None and self.quota is not None:
+            reason = self.quota.check(job, gpus)
+        return reason
 
     def static_reason(self, job: Job, shape: Shape) -> Reason | None:
         """Limits no amount of waiting can satisfy (MaxWall, per-job TRES)."""

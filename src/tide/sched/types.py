@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from tide.model import AccountTree, Cluster, Job, Reservation
+from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 
 
@@ -51,6 +52,10 @@ class Reason(StrEnum):
     QOS_NOT_ALLOWED = "QOSNotAllowed"
     JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
     NODE_DOWN = "NodeDown"
+    # quotas (docs/preemption.md): over nominal quota with nothing left to borrow
+    # in the cohort, or at nominal + borrowingLimit
+    COHORT_QUOTA = "CohortQuota"
+    QUOTA_BORROWING_LIMIT = "QuotaBorrowingLimit"
     SWITCHES = "Resources"  # Slurm shows Resources while waiting for --switches
 
 
@@ -114,6 +119,16 @@ class Snapshot:
     # runtime predictions (seconds of run) made at the edge, for policies that
     # use them (tide's); jobs absent here are planned with their time limits
     predicted: dict[int, float] = field(default_factory=dict)
+    # preemption (docs/preemption.md): running job id -> time of its last
+    # completed checkpoint (absent = its start time: all its work would be lost)
+    last_checkpoint: dict[int, float] = field(default_factory=dict)
+    # running jobs already told to go (Decisions.preemptions applied, grace
+    # running) -> the preemptor they make room for; never chosen again, and
+    # counted as released for that preemptor. The driver also sets such a
+    # job's Running.end to its kill time (now + grace at the decision).
+    preempting: dict[int, int] = field(default_factory=dict)
+    # Kueue-style quotas per account and cohort (tide.model.quota); None = none
+    quotas: QuotaTree | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,6 +147,27 @@ class PendingInfo:
     planned_start: float | None = None
     planned_nodes: tuple[int, ...] = ()
     priority: float = 0.0
+
+
+@dataclass(slots=True, frozen=True)
+class Preemption:
+    """One running job told to make room for a pending one (docs/preemption.md).
+
+    The driver applies it at once: SUSPEND stops the victim's processes (its
+    GPUs and memory stay held, its cores go to the preemptor); REQUEUE and
+    CANCEL send the victim its --signal (else SIGTERM) now and kill it `grace`
+    seconds later, then requeue it (REQUEUE, when the job may be requeued;
+    else it ends PREEMPTED) or end it PREEMPTED (CANCEL). The preemptor is not
+    started in this cycle: it starts in a later one, once the victims'
+    resources are released."""
+
+    victim: int  # running job id
+    preemptor: int  # pending job id it makes room for
+    mode: str  # "REQUEUE" | "CANCEL" | "SUSPEND"
+    grace: int  # seconds from the signal to the kill (0 for SUSPEND)
+    lost_gpu_seconds: float  # estimate: GPUs x seconds since its last checkpoint
+    reason: str  # one line for `tide show job` on the victim
+    kind: str = "qos"  # "qos" | "partition" | "reclaim" | "priority" | "queue"
 
 
 @dataclass(slots=True)
@@ -153,3 +189,5 @@ class Decisions:
     # the earliest time the policy needs another cycle even if no job arrives
     # or ends (a timeout, a requeue backoff); None = no such need
     wake: float | None = None
+    # running jobs to preempt now, in the order chosen (docs/preemption.md)
+    preemptions: list[Preemption] = field(default_factory=list)

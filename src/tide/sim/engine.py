@@ -25,11 +25,21 @@ from dataclasses import dataclass, field
 
 from tide.hostlist import compress, index_ranges
 from tide.model import AccountTree, Cluster, Job, JobState
+from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.policies import Policy, make_policy
 from tide.sched.state import Usage
-from tide.sched.types import Allocation, Decisions, Reason, Running, Snapshot, Start
+from tide.sched.types import (
+    Allocation,
+    Decisions,
+    NodeAlloc,
+    Preemption,
+    Reason,
+    Running,
+    Snapshot,
+    Start,
+)
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.predict import Predictor
@@ -37,6 +47,7 @@ from tide.sim.workload.base import SimJob
 
 # event kinds, in tie order at equal times
 SUBMIT, WAKE, REPAIR, END, FAIL, BACKFILL = range(6)
+PREEMPT = 6  # a preempted job's grace is over: it is killed (docs/preemption.md)
 
 
 @dataclass(slots=True)
@@ -51,6 +62,19 @@ class Active:
     end: float  # when it will really end (work done, or killed at the limit)
     token: int  # matches its END event; a requeue makes old events stale
     work_left: float  # seconds of work this attempt must do
+    paused: float = 0.0  # seconds this attempt spent suspended (resumed since)
+
+
+@dataclass(slots=True)
+class Suspension:
+    """A job suspended by preemption: its GPUs and memory stay held, its cores
+    are lent to the preemptor until that one has run and ended."""
+
+    preemptor: int
+    since: float
+    left: float  # wall seconds it still had to run
+    cores: Allocation  # the cores it released (and needs back to resume)
+    started: bool = False  # the preemptor has started
 
 
 @dataclass(slots=True)
@@ -72,6 +96,7 @@ class Engine:
     requeue_default: bool = True
     index: ClusterIndex | None = None
     progress: Callable[[float], None] | None = None
+    quotas: QuotaTree | None = None  # Kueue-style quotas (Snapshot.quotas)
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -100,6 +125,13 @@ class Engine:
         # run-time predictions, only for policies that plan with them (tide's)
         self.predictor = Predictor() if getattr(self.policy, "uses_predictions", False) else None
         self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
+        # preemption: victims in their grace -> (preemptor, attempt token, mode, kill time)
+        self.preempting: dict[int, tuple[int, int, str, float]] = {}
+        self.suspended: dict[int, Suspension] = {}
+        self.parked: dict[int, tuple[int, Job]] = {}  # requeued victim -> (preemptor, job)
+        self._preemptive = (
+            self.config.preempt_type not in ("", "preempt/none") or self.quotas is not None
+        )
 
     # -- events --------------------------------------------------------------
 
@@ -156,6 +188,8 @@ class Engine:
         if kind == REPAIR:
             self.cluster.nodes[data].state = self.cluster.nodes[data].state.__class__.IDLE
             return True, self._bf_due(t)
+        if kind == PREEMPT:
+            return self._kill(t, data), self._bf_due(t)
         return False, False
 
     def _bf_due(self, t: float) -> bool:
@@ -194,6 +228,8 @@ class Engine:
             self.results[job.id].eligible = t
         if req.begin is not None and req.begin > t:
             self._push(req.begin, WAKE, job.id)
+        if self._preemptive:  # a job that does not fit may still preempt its way in
+            return True
         gpus = req.total_gpus(req.node_range()[0])
         ending = sum(a.alloc.gpu_count for a in self.active.values() if a.limit_end <= t)
         return gpus <= int(self.usage.free_gpus[self.usage.usable].sum()) + ending
@@ -233,21 +269,92 @@ class Engine:
 
     def _cycle(self, now: float, backfill: bool) -> None:
         self._retire(now)
+        self._resume(now)
         snap = Snapshot(
             cluster=self.cluster,
             config=self.config,
             now=now,
             pending=list(self.pending.values()),
-            running=[Running(a.job, a.alloc, a.start, a.limit_end) for a in self.active.values()],
+            running=[
+                Running(a.job, a.alloc, a.start, self._planned_end(a, now))
+                for a in self.active.values()
+            ],
             accounts=self.accounts,
             finished=self.finished,
             backfill=backfill,
             bound=dict(self.bound),
             predicted=self._predictions(),
+            last_checkpoint=self._checkpoints(now),
+            preempting={v: e[0] for v, e in self.preempting.items()},
+            quotas=self.quotas,
         )
         decisions = self.policy.schedule(snap, self.usage)
         self.cycles += 1
         self._apply(now, decisions)
+        if self.parked:
+            from tide.sim.preemption import unpark
+
+            unpark(self, now)
+
+    # -- preemption (tide.sim.preemption) -------------------------------------
+
+    def _preempt(self, now: float, p: Preemption) -> None:
+        from tide.sim.preemption import apply
+
+        apply(self, now, p)
+
+    def _kill(self, t: float, victim: int) -> bool:
+        from tide.sim.preemption import kill
+
+        return kill(self, t, victim)
+
+    def _resume(self, now: float) -> None:
+        if self.suspended:
+            from tide.sim.preemption import resume_ready
+
+            resume_ready(self, now)
+
+    def _lend_cores(self, job_id: int, alloc: Allocation) -> None:
+        if self.suspended:
+            from tide.sim.preemption import preemptor_started
+
+            preemptor_started(self, job_id, alloc)
+
+    def held(self, act: Active) -> Allocation:
+        """What the attempt holds now: all of it, or GPUs and memory if suspended."""
+        sus = self.suspended.get(act.job.id)
+        if sus is None:
+            return act.alloc
+        lent = {(na.node, c) for na in sus.cores.nodes for c in na.cores}
+        return Allocation(act.alloc.job_id, tuple(
+            NodeAlloc(n.node, n.gpus, tuple(c for c in n.cores if (n.node, c) not in lent), n.mem)
+            for n in act.alloc.nodes))  # fmt: skip
+
+    def paused_at(self, act: Active) -> float:
+        """When the attempt was suspended (it works no more since); inf if running."""
+        sus = self.suspended.get(act.job.id)
+        return sus.since if sus is not None else math.inf
+
+    def _planned_end(self, act: Active, now: float) -> float:
+        """The end the core plans with: the limit, the kill time of a victim in
+        its grace, the limit pushed back by the suspension of a suspended job."""
+        entry = self.preempting.get(act.job.id)
+        if entry is not None:
+            return min(act.limit_end, entry[3])
+        sus = self.suspended.get(act.job.id)
+        if sus is not None:
+            return act.limit_end + (now - sus.since)
+        return act.limit_end
+
+    def _checkpoints(self, now: float) -> dict[int, float]:
+        """Time of every running job's last completed checkpoint (Snapshot.last_checkpoint)."""
+        from tide.sim.faults import saved_work
+
+        return {
+            jid: saved_work(a, min(now, self.paused_at(a)))[1]
+            for jid, a in self.active.items()
+            if a.sim.checkpoint_interval
+        }
 
     def _predictions(self) -> dict[int, float]:
         if self.predictor is None:
@@ -279,6 +386,8 @@ class Engine:
             self._bind(now, jid, pods)
         for start in d.starts:
             self._start(now, start)
+        for p in d.preemptions:
+            self._preempt(now, p)
         top = next(iter(self.pending.values()), None)
         self._blocked = bool(
             top is not None
@@ -325,6 +434,8 @@ class Engine:
             if p is not None:
                 self.predicted[job.id] = p
         self._push(end, END, job.id)
+        job.state = JobState.RUNNING
+        self._lend_cores(job.id, s.alloc)
         res = self.results[job.id]
         if res.start is None:
             res.start = now

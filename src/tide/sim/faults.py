@@ -76,12 +76,13 @@ def read_faults(path: Path, nodes: set[str]) -> list[Fault]:
 
 
 def saved_work(act: Active, t: float) -> tuple[float, float]:
-    """(work saved by completed checkpoints, time of the last one)."""
+    """(work saved by completed checkpoints, time of the last one). Time the
+    attempt spent suspended (act.paused, before t) does no work."""
     interval, cost = act.sim.checkpoint_interval, act.sim.checkpoint_cost
     if not interval:
         return 0.0, act.start
-    k = math.floor((t - act.start) / (interval + cost))
-    return k * interval, act.start + k * (interval + cost)
+    k = math.floor(max(0.0, t - act.start - act.paused) / (interval + cost))
+    return k * interval, act.start + act.paused + k * (interval + cost)
 
 
 def fail_node(engine: Engine, t: float, node: int) -> bool:
@@ -102,21 +103,35 @@ def fail_node(engine: Engine, t: float, node: int) -> bool:
     return True
 
 
-def _lose(engine: Engine, act: Active, t: float) -> None:
+def _lose(
+    engine: Engine,
+    act: Active,
+    t: float,
+    requeue: bool | None = None,
+    final: JobState = JobState.NODE_FAIL,
+) -> float:
+    """End the attempt at t: its work since the last checkpoint is lost; the
+    job requeues (`requeue`, None = its --requeue or the cluster default) or
+    ends in `final`. Returns the lost GPU-seconds (preemption reuses this)."""
     job = act.job
     del engine.active[job.id]
-    engine.usage.release(act.alloc)
-    saved, last = saved_work(act, t)
+    engine.usage.release(engine.held(act))
+    worked = min(t, engine.paused_at(act))  # a suspended job did no work since
+    saved, last = saved_work(act, worked)
     res = engine.results[job.id]
-    res.lost_gpu_seconds += act.alloc.gpu_count * (t - last)
-    requeue = job.request.requeue if job.request.requeue is not None else engine.requeue_default
+    lost = act.alloc.gpu_count * max(0.0, worked - last)
+    res.lost_gpu_seconds += lost
+    if requeue is None:
+        requeue = job.request.requeue if job.request.requeue is not None else engine.requeue_default
     if requeue:
         job.meta["work_done"] = float(job.meta.get("work_done", 0.0)) + saved  # type: ignore[arg-type]
         job.restarts += 1
+        job.state = JobState.PENDING
         res.restarts = job.restarts
         res.state = JobState.PENDING.value
         engine.pending[job.id] = job
-        return
+        return lost
     res.end = t
-    res.state = JobState.NODE_FAIL.value
+    res.state = final.value
     engine.finished[job.display_id] = res.state
+    return lost

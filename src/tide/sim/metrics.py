@@ -47,6 +47,11 @@ class JobResult:
     cpu_ids: str = ""  # gpu001:0-31;gpu002:0-31
     held_idle_gpu_seconds: float = 0.0  # GPUs held while the gang was incomplete
     deadlocked: bool = False
+    # preemption (docs/preemption.md)
+    preemptions: int = 0  # times this job was preempted (killed or suspended)
+    preempt_lost_gpu_seconds: float = 0.0  # the part of lost_gpu_seconds preemption caused
+    suspended_seconds: float = 0.0  # time spent suspended by preemption
+    needed_reclaim: bool = False  # it waited for quota its account had lent out
 
     @property
     def ready(self) -> float:
@@ -174,6 +179,23 @@ def compute_metrics(
         "fairness": fairness(jobs, by_account, target_shares),
         "topology": topology(started),
         "wait_by_size": wait_by_size(started),
+        **preemption(jobs),
+    }
+
+
+def preemption(jobs: Sequence[JobResult]) -> dict[str, Any]:
+    """Preemptions, the work they threw away, and how long reclaiming lent
+    quota took (submit to first start of the jobs that needed it)."""
+    latency = [j.start - j.submit for j in jobs if j.needed_reclaim and j.start is not None]
+    s = _stats(latency)
+    return {
+        "preemptions": sum(j.preemptions for j in jobs),
+        "preempted_jobs": sum(j.preemptions > 0 for j in jobs),
+        "preempt_lost_gpu_hours": sum(j.preempt_lost_gpu_seconds for j in jobs) / 3600,
+        "reclaim_latency": {
+            "jobs": len(latency), "mean": s["mean"], "p50": s["p50"], "p95": s["p95"],
+            "max": s["max"],
+        },
     }
 
 

@@ -30,7 +30,8 @@ class SlurmPolicy:
     def __init__(self, index: ClusterIndex) -> None:
         from tide.sched.cycle import Scheduler
 
-        self._scheduler = Scheduler(index)
+        # Slurm's preempt plugins take victims lowest priority first (docs/preemption.md)
+        self._scheduler = Scheduler(index, victim_order="priority")
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
         return self._scheduler.schedule(snap, usage)
