@@ -56,6 +56,8 @@ _COLS = (
     JobRow.planned_nodes,
     JobRow.nodelist,
 )
+_NCOLS = len(_COLS)
+_STATES = {s.value: s for s in JobState}
 
 
 @dataclass(slots=True)
@@ -130,7 +132,10 @@ class ActiveJobs:
             dirty, self._dirty = self._dirty, set()
         if full or now - self._full_at >= FULL_EVERY:
             stmt = select(*_COLS, JobRow.request).where(JobRow.state.in_(jobrepo.ACTIVE))
-            entries = {r.id: self._entry(session, r, now, r.request) for r in session.execute(stmt)}
+            entries = {
+                r[0]: self._entry(session, r, now, r[-1])
+                for r in session.connection().execute(stmt)
+            }
             self._full_at = now
             self.full_reads += 1
             with self._lock:
@@ -143,7 +148,9 @@ class ActiveJobs:
             found: dict[int, Entry | None] = dict.fromkeys(ids)
             for i in range(0, len(ids), CHUNK):
                 chunk = ids[i : i + CHUNK]
-                rows = list(session.execute(select(*_COLS).where(JobRow.id.in_(chunk))))
+                rows = list(
+                    session.connection().execute(select(*_COLS).where(JobRow.id.in_(chunk)))
+                )
                 texts = self._missing_requests(session, rows)
                 for r in rows:
                     active = r.state in jobrepo.ACTIVE
@@ -165,36 +172,38 @@ class ActiveJobs:
         if not miss:
             return {}
         stmt = select(JobRow.id, JobRow.request).where(JobRow.id.in_(miss))
-        return {job_id: text for job_id, text in session.execute(stmt)}
+        return {job_id: text for job_id, text in session.connection().execute(stmt)}
 
     def _entry(self, session: Session, r: Any, now: float, text: str | None = None) -> Entry:
-        req = self._request(session, r.id, r.rev, text)
+        # one tuple unpack: attribute access on result rows costs more than the rest
+        (job_id, rev, state, user, account, run_partition, qos, held, array_job_id,
+         array_task_id, submit_time, eligible_time, restarts, priority_override, site_factor,
+         switch_wait_start, start_time, time_limit, allocation, reason, priority,
+         planned_start, planned_nodes, nodelist) = tuple(r)[:_NCOLS]  # fmt: skip
         job = Job(
-            id=r.id,
-            request=req,
-            user=r.user,
-            account=r.account,
-            partition=r.run_partition if r.state != "PENDING" else "",
-            qos=r.qos,
-            submit=r.submit_time,
-            state=JobState(r.state),
-            array_job_id=r.array_job_id,
-            array_task_id=r.array_task_id,
-            held=r.held,
-            restarts=r.restarts,
-            eligible=r.eligible_time,
-            switch_wait_start=r.switch_wait_start,
-            priority_override=r.priority_override,
-            site_factor=r.site_factor,
+            id=job_id,
+            request=self._request(session, job_id, rev, text),
+            user=user,
+            account=account,
+            partition=run_partition if state != "PENDING" else "",
+            qos=qos,
+            submit=submit_time,
+            state=_STATES[state],
+            array_job_id=array_job_id,
+            array_task_id=array_task_id,
+            held=held,
+            restarts=restarts,
+            eligible=eligible_time,
+            switch_wait_start=switch_wait_start,
+            priority_override=priority_override,
+            site_factor=site_factor,
         )
-        meta = Meta(
-            r.rev, r.state, r.reason, r.priority, r.planned_start, r.planned_nodes, r.nodelist
-        )
+        meta = Meta(rev, state, reason, priority, planned_start, planned_nodes, nodelist)
         running = None
-        if r.state != "PENDING" and r.allocation:
-            alloc: Allocation = codec.alloc_from_json(r.allocation)  # type: ignore[assignment]
-            start = r.start_time or now
-            limit = r.time_limit if r.time_limit is not None else UNLIMITED
+        if state != "PENDING" and allocation:
+            alloc: Allocation = codec.alloc_from_json(allocation)  # type: ignore[assignment]
+            start = start_time or now
+            limit = time_limit if time_limit is not None else UNLIMITED
             running = Running(job, alloc, start, start + limit)
         return Entry(job, meta, running)
 
