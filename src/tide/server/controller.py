@@ -68,6 +68,7 @@ class Controller:
         self.auth: Authenticator = None  # type: ignore[assignment]
         self.writer: SubmitWriter = None  # type: ignore[assignment]
         self.loop: Any = None
+        self.feasible_cache: dict[tuple[object, ...], Any] = {}  # submit checks, per partition
         self.active = ActiveJobs()  # the queue as the core sees it (tide.server.snapshot)
         self.started = 0.0
 

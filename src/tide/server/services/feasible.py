@@ -14,22 +14,45 @@ from tide.sched.shape import Shape, shape_of
 from tide.server.errors import ApiError, bad_request
 
 
-def check(cluster: Cluster, req: JobRequest, partitions: list[Partition]) -> None:
-    """Raise ApiError unless at least one partition could ever run the job."""
+def check(
+    cluster: Cluster,
+    req: JobRequest,
+    partitions: list[Partition],
+    cache: dict[tuple[object, ...], Summary] | None = None,
+) -> None:
+    """Raise ApiError unless at least one partition could ever run the job.
+    `cache` (kept by the caller for one static cluster) holds each partition's
+    candidate nodes per (GPU type, constraint), so a submission does not walk
+    every node of a big cluster."""
     errors: list[ApiError] = []
     for p in partitions:
         try:
-            _check_partition(cluster, req, p)
+            _check_partition(cluster, req, p, {} if cache is None else cache)
             return
         except ApiError as e:
             errors.append(e)
     raise errors[0]
 
 
-def _check_partition(cluster: Cluster, req: JobRequest, p: Partition) -> None:
+def _check_partition(
+    cluster: Cluster, req: JobRequest, p: Partition, cache: dict[tuple[object, ...], Summary]
+) -> None:
     shape = shape_of(req, req.time_limit or 0)
-    by_name = {n.name: n for n in cluster.nodes}
-    nodes = [by_name[n] for n in p.nodes if n in by_name and n not in req.exclude]
+    if req.nodelist or req.exclude:
+        _check_nodelist(cluster, req, p)
+    key = (p.name, shape.gpu_type, req.constraint)
+    summary = cache.get(key)
+    if summary is None:
+        summary = Summary(_candidates(cluster, req, p, shape))
+        cache[key] = summary
+    if req.exclude:
+        summary = Summary([n for n in summary.nodes if n.name not in req.exclude])
+    _check_sizes(summary, shape, p)
+
+
+def _check_nodelist(cluster: Cluster, req: JobRequest, p: Partition) -> None:
+    by_name = {n.name for n in cluster.nodes}
+    members = set(p.nodes)
     for name in req.nodelist:
         if name not in by_name:
             raise bad_request(
@@ -37,12 +60,18 @@ def _check_partition(cluster: Cluster, req: JobRequest, p: Partition) -> None:
                 "nodelist",
                 "name nodes that `tide nodes` lists",
             )
-        if name not in p.nodes:
+        if name not in members:
             raise bad_request(
                 f"--nodelist: node {name!r} is not in partition {p.name!r}",
                 "nodelist",
                 f"pick nodes of {p.name!r} or another partition with -p",
             )
+
+
+def _candidates(cluster: Cluster, req: JobRequest, p: Partition, shape: Shape) -> list[Node]:
+    """Nodes of the partition with the GPU type and features asked for."""
+    by_name = {n.name: n for n in cluster.nodes}
+    nodes = [by_name[n] for n in p.nodes if n in by_name]
     if shape.gpu_type:
         typed = [n for n in nodes if any(g.type == shape.gpu_type for g in n.gpus)]
         if not typed:
@@ -62,15 +91,36 @@ def _check_partition(cluster: Cluster, req: JobRequest, p: Partition) -> None:
                 "constraint",
                 "check the features `tide nodes --json` lists",
             )
-    _check_sizes(nodes, shape, p)
+    return nodes
 
 
-def _check_sizes(nodes: list[Node], shape: Shape, p: Partition) -> None:
+class Summary:
+    """A candidate node set with the numbers the checks need, computed once."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+        self.gpu_max = max((n.gpu_count for n in nodes), default=0)
+        self.cpu_max = max((n.cpus for n in nodes), default=0)
+        self.mem_max = max((n.real_memory for n in nodes), default=0)
+        self.total_gpus = sum(n.gpu_count for n in nodes)
+        self._fits: dict[tuple[int, int], int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes)
+
+    def fit_count(self, gpus: int, cpus: int) -> int:
+        key = (gpus, cpus)
+        if key not in self._fits:
+            self._fits[key] = sum(1 for n in self.nodes if n.gpu_count >= gpus and n.cpus >= cpus)
+        return self._fits[key]
+
+
+def _check_sizes(nodes: Summary, shape: Shape, p: Partition) -> None:
     if not nodes:
         raise bad_request(
             f"partition {p.name!r} has no usable node", "partition", "pick another partition"
         )
-    gpu_max = max(n.gpu_count for n in nodes)
+    gpu_max, cpu_max, mem_max = nodes.gpu_max, nodes.cpu_max, nodes.mem_max
     if not shape.spread and shape.gpus_per_node > gpu_max:
         raise bad_request(
             f"{shape.gpus_per_node} GPUs per node requested, but no node in partition "
@@ -81,7 +131,6 @@ def _check_sizes(nodes: list[Node], shape: Shape, p: Partition) -> None:
             if gpu_max
             else f"partition {p.name!r} has no GPUs: pick a GPU partition with -p",
         )
-    cpu_max = max(n.cpus for n in nodes)
     if shape.cpus_per_node > cpu_max:
         raise bad_request(
             f"{shape.cpus_per_node} CPUs per node requested, but no node in partition "
@@ -89,7 +138,6 @@ def _check_sizes(nodes: list[Node], shape: Shape, p: Partition) -> None:
             "cpus_per_task",
             f"ask for at most {cpu_max} CPUs per node (--cpus-per-task x tasks per node)",
         )
-    mem_max = max(n.real_memory for n in nodes)
     if shape.mem_per_node > mem_max:
         raise bad_request(
             f"--mem={shape.mem_per_node}M per node requested, but no node in partition "
@@ -97,20 +145,16 @@ def _check_sizes(nodes: list[Node], shape: Shape, p: Partition) -> None:
             "mem",
             f"ask for at most --mem={mem_max}M",
         )
-    fit = [
-        n
-        for n in nodes
-        if (shape.spread or n.gpu_count >= shape.gpus_per_node) and n.cpus >= shape.cpus_per_node
-    ]
-    if len(fit) < shape.nodes_min:
+    fit = nodes.fit_count(0 if shape.spread else shape.gpus_per_node, shape.cpus_per_node)
+    if fit < shape.nodes_min:
         raise bad_request(
-            f"--nodes={shape.nodes_min} requested, but partition {p.name!r} has only {len(fit)} "
+            f"--nodes={shape.nodes_min} requested, but partition {p.name!r} has only {fit} "
             f"node(s) that fit the per-node request",
             "nodes",
-            f"ask for at most --nodes={len(fit)}, or fewer resources per node",
+            f"ask for at most --nodes={fit}, or fewer resources per node",
         )
     if shape.spread:
-        total = sum(n.gpu_count for n in nodes)
+        total = nodes.total_gpus
         if shape.total_gpus > total:
             raise bad_request(
                 f"--gpus={shape.total_gpus} requested, but partition {p.name!r} has only "

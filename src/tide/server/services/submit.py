@@ -122,7 +122,7 @@ def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
         user = body.user
     req, script, script_args, warnings = build_request(body, now)
     req, account, qos, parts = resolve(ctl, req, user)
-    feasible.check(ctl.cluster, req, parts)
+    feasible.check(ctl.cluster, req, parts, ctl.feasible_cache)
     _check_dependency(ctl, req)
     rows = _rows(ctl, req, user, account, qos, script, script_args, body, now, warnings)
     stored = replace(req, hold=False)  # what _rows wrote as the request JSON
