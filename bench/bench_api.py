@@ -162,33 +162,70 @@ def bench_queue(srv: ServerProc) -> dict[str, float]:
     }
 
 
-def bench_pass_latency(srv: ServerProc, seconds: float = 15.0) -> dict[str, float]:
-    """Ping latency while the loop works through the big queue."""
+class Pinger:
+    """Pings /v1/whoami every 10 ms in a thread: API latency while the server is
+    absorbing a 100,000-job queue and running scheduling passes over it."""
+
+    def __init__(self, srv: ServerProc) -> None:
+        import threading
+
+        self.srv = srv
+        self.lat: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.cycles0 = 0
+
+    def _loop(self) -> dict[str, float]:
+        h = {"Authorization": f"Bearer {self.srv.admin_token}"}
+        return httpx.get(self.srv.url + "/v1/cluster", headers=h, timeout=60).json()["loop"]
+
+    def __enter__(self) -> Pinger:
+        self.cycles0 = int(self._loop()["cycles"])
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        h = {"Authorization": f"Bearer {self.srv.admin_token}"}
+        with httpx.Client(base_url=self.srv.url, headers=h, timeout=60) as c:
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                c.get("/v1/whoami")
+                self.lat.append(time.perf_counter() - t0)
+                time.sleep(0.01)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def result(self) -> dict[str, float]:
+        loop = self._loop()
+        lat = sorted(self.lat)
+        return {
+            "pings": len(lat),
+            "p50_ms": 1000 * lat[len(lat) // 2],
+            "p99_ms": 1000 * lat[int(len(lat) * 0.99)],
+            "max_ms": 1000 * lat[-1],
+            "passes_during": loop["cycles"] - self.cycles0,
+            "last_pass_load_s": loop["last_load_s"],
+            "last_pass_process_s": loop["last_process_s"],
+            "last_pass_apply_s": loop["last_apply_s"],
+            "pending_in_last_pass": loop["last_pending"],
+        }
+
+
+def steady_pass(srv: ServerProc, wait: float = 180.0) -> dict[str, float]:
+    """One more job (an event), then the passes over the whole queue that follow,
+    with pings meanwhile."""
     h = {"Authorization": f"Bearer {srv.admin_token}"}
-    lat = []
-    stop = time.perf_counter() + seconds
-    with httpx.Client(base_url=srv.url, headers=h, timeout=60) as c:
-        cycles0 = c.get("/v1/cluster").json()["loop"]["cycles"]
-        # one more job: an event, so a full pass over the queue runs in the window
+    with Pinger(srv) as p, httpx.Client(base_url=srv.url, headers=h, timeout=60) as c:
+        start = c.get("/v1/cluster").json()["loop"]["cycles"]
         c.post("/v1/jobs", json={"script": SCRIPT, "argv": [], "cwd": "/tmp", "env": {}})
-        while time.perf_counter() < stop:
-            t0 = time.perf_counter()
-            c.get("/v1/whoami")
-            lat.append(time.perf_counter() - t0)
-            time.sleep(0.01)
-        loop = c.get("/v1/cluster").json()["loop"]
-    lat.sort()
-    return {
-        "pings": len(lat),
-        "p50_ms": 1000 * lat[len(lat) // 2],
-        "p99_ms": 1000 * lat[int(len(lat) * 0.99)],
-        "max_ms": 1000 * lat[-1],
-        "cycles_during": loop["cycles"] - cycles0,
-        "last_pass_load_s": loop["last_load_s"],
-        "last_pass_process_s": loop["last_process_s"],
-        "last_pass_apply_s": loop["last_apply_s"],
-        "pending": loop["last_pending"],
-    }
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if c.get("/v1/cluster").json()["loop"]["cycles"] >= start + 2:
+                break
+            time.sleep(0.5)
+    return p.result()
 
 
 def main() -> None:
@@ -207,9 +244,11 @@ def main() -> None:
             print(json.dumps(out, indent=1), flush=True)
             if not args.skip_queue:
                 have = out["submit"]["jobs"]  # type: ignore[index]
-                out["batch_submit"] = fill_queue(srv, max(0, args.queue - have))
+                with Pinger(srv) as pinger:
+                    out["batch_submit"] = fill_queue(srv, max(0, args.queue - have))
+                out["api_while_filling"] = pinger.result()
                 out["queue"] = bench_queue(srv)
-                out["during_pass"] = bench_pass_latency(srv)
+                out["api_during_steady_pass"] = steady_pass(srv)
         finally:
             srv.stop()
     print(json.dumps(out, indent=1))
