@@ -321,7 +321,7 @@ def acct(
 ) -> None:
     """Accounting records of jobs, like sacct: your jobs since midnight by default.
     Fields: JobID JobIDRaw JobName User Account Partition QOS State ExitCode Submit
-    Start End Elapsed ElapsedRaw Timelimit NNodes NodeList AllocGPUS ReqGPUS
+    Start End Elapsed ElapsedRaw Timelimit NNodes NodeList AllocCPUS AllocGPUS ReqGPUS
     GPUSeconds GPUHours Restarts Reason Priority (NAME%WIDTH truncates).
 
     Example: tide acct -S now-2days --format JobID,JobName%20,State,ExitCode,Elapsed,GPUHours

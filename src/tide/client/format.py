@@ -44,6 +44,17 @@ def duration(seconds: float | None) -> str:
     return f"{m}:{s:02d}"
 
 
+def hms(seconds: float | None) -> str:
+    """sacct's Elapsed/Timelimit format: HH:MM:SS, D-HH:MM:SS; None = UNLIMITED."""
+    if seconds is None:
+        return "UNLIMITED"
+    s = max(0, int(seconds))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
+
+
 def timestamp(t: float | None) -> str:
     """ISO-like local time as sacct prints it; 'Unknown' when absent."""
     if t is None:

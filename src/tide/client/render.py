@@ -8,7 +8,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from tide.client.format import STATE_CODE, duration, table, timestamp
+from tide.client.format import STATE_CODE, duration, hms, table, timestamp
 from tide.hostlist import compress, expand
 
 LIVE = {"RUNNING", "COMPLETING", "SUSPENDED"}
@@ -120,12 +120,13 @@ ACCT_FIELDS: dict[str, Any] = {
     "submit": ("Submit", lambda r, n: timestamp(r["submit_time"])),
     "start": ("Start", lambda r, n: timestamp(r["start_time"])),
     "end": ("End", lambda r, n: timestamp(r["end_time"])),
-    "elapsed": ("Elapsed", lambda r, n: duration(_elapsed(r, n))),
+    "elapsed": ("Elapsed", lambda r, n: hms(_elapsed(r, n))),
     "elapsedraw": ("ElapsedRaw", lambda r, n: int(_elapsed(r, n))),
-    "timelimit": ("Timelimit", lambda r, n: duration(r["time_limit"])),
+    "timelimit": ("Timelimit", lambda r, n: hms(r["time_limit"])),
     "nnodes": ("NNodes", lambda r, n: _nnodes(r)),
     "nodelist": ("NodeList", lambda r, n: r["nodelist"] or "None assigned"),
     "allocgpus": ("AllocGPUS", lambda r, n: r["gpus_alloc"]),
+    "alloccpus": ("AllocCPUS", lambda r, n: r.get("cpus_alloc") or 0),
     "reqgpus": ("ReqGPUS", lambda r, n: r["gpus_req"]),
     "gpuseconds": ("GPUSeconds", lambda r, n: int(r["gpu_seconds"] + _live_gpu_s(r, n))),
     "gpuhours": ("GPUHours", lambda r, n: f"{(r['gpu_seconds'] + _live_gpu_s(r, n)) / 3600:.2f}"),
@@ -133,7 +134,7 @@ ACCT_FIELDS: dict[str, Any] = {
     "reason": ("Reason", lambda r, n: r["reason"]),
     "priority": ("Priority", lambda r, n: int(r["priority"] or 0)),
 }
-DEFAULT_ACCT = "JobID,JobName,Partition,Account,AllocGPUS,State,ExitCode"
+DEFAULT_ACCT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"  # sacct's default
 
 
 def _live_gpu_s(r: dict[str, Any], now: float) -> float:

@@ -172,6 +172,7 @@ class SchedulingLoop:
                         "allocation": codec.alloc_json(st.alloc),
                         "nodelist": compress(names),
                         "gpus_alloc": st.alloc.gpu_count,
+                        "cpus_alloc": _cpus(snap, st.alloc),
                         "gpu_type": gpu_type,
                         "reason": "None",
                         "planned_start": None,
@@ -195,7 +196,7 @@ class SchedulingLoop:
                     nodelist=compress(names),
                     gpus=st.alloc.gpu_count,
                     gpu_type=gpu_type,
-                    cpus=sum(len(n.cores) for n in st.alloc.nodes),
+                    cpus=_cpus(snap, st.alloc),
                 )
                 launched.append((st.job_id, st.alloc, st.partition))
             self._write_pending(s, loaded, d)
@@ -297,6 +298,13 @@ class SchedulingLoop:
             usage = decay(ctl.usage, elapsed, ctl.config.decay_half_life)
             ctl.usage = charge_all(usage, lifecycle.running_charges(ctl, ctl.usage_time, now))
             ctl.usage_time = now
+
+
+def _cpus(snap: Any, alloc: Any) -> int:
+    """AllocCPUS: allocated cores times each node's threads per core."""
+    return sum(
+        len(na.cores) * max(1, snap.cluster.nodes[na.node].threads_per_core) for na in alloc.nodes
+    )
 
 
 def _gpu_type(snap: Any, alloc: Any) -> str:

@@ -31,6 +31,7 @@ QUEUE_COLUMNS = (
     "gpus_req",
     "nodelist",
     "gpus_alloc",
+    "cpus_alloc",
     "time_limit",
     "submit_time",
     "start_time",

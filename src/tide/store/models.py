@@ -68,6 +68,7 @@ class JobRow(Base):
     allocation: Mapped[str] = mapped_column(Text, default="")  # Allocation JSON
     nodelist: Mapped[str] = mapped_column(Text, default="")  # compressed hostlist
     gpus_alloc: Mapped[int] = mapped_column(Integer, default=0)
+    cpus_alloc: Mapped[int] = mapped_column(Integer, default=0)  # AllocCPUS (threads)
     gpu_type: Mapped[str] = mapped_column(String(32), default="")
     gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # over all attempts
     stdout_path: Mapped[str] = mapped_column(Text, default="")

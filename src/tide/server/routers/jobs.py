@@ -40,16 +40,22 @@ async def submit_batch(body: BatchBody, request: Request, p: Who) -> dict[str, A
     """Each item is a submission as for POST /v1/jobs; the answer lists, in order,
     {"job_id": ...} or {"error", "field", "fix"} (a bad item stores nothing)."""
     ctl = ctl_of(request)
-    results: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
-    for item in body.jobs:
-        try:
-            prepared = submitting.prepare(ctl, p, item)
-        except ApiError as e:
-            results.append(e.body())
-            continue
-        rows += prepared.rows
-        results.append({"job_id": prepared.job_ids[0], "warnings": prepared.warnings})
+
+    def prepare_all() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        results: list[dict[str, Any]] = []
+        rows: list[dict[str, Any]] = []
+        for item in body.jobs:
+            try:
+                prepared = submitting.prepare(ctl, p, item)
+            except ApiError as e:
+                results.append(e.body())
+                continue
+            rows += prepared.rows
+            results.append({"job_id": prepared.job_ids[0], "warnings": prepared.warnings})
+        return results, rows
+
+    # thousands of checks: in a worker thread, so the event loop keeps answering
+    results, rows = await asyncio.to_thread(prepare_all)
     if rows:
         await asyncio.wrap_future(ctl.writer.submit(rows))
     return {"results": results, "submitted": sum("job_id" in r for r in results)}

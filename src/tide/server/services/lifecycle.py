@@ -196,6 +196,7 @@ def _requeue_values(row: JobRow, gpu_seconds: float) -> dict[str, Any]:
         "allocation": "",
         "nodelist": "",
         "gpus_alloc": 0,
+        "cpus_alloc": 0,
         "cancel_requested": "",
         "reason": "None",
         "gpu_seconds": row.gpu_seconds + gpu_seconds,

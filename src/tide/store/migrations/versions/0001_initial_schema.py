@@ -95,6 +95,7 @@ def upgrade() -> None:
         sa.Column("allocation", sa.Text(), nullable=False),
         sa.Column("nodelist", sa.Text(), nullable=False),
         sa.Column("gpus_alloc", sa.Integer(), nullable=False),
+        sa.Column("cpus_alloc", sa.Integer(), nullable=False),
         sa.Column("gpu_type", sa.String(length=32), nullable=False),
         sa.Column("gpu_seconds", sa.Float(), nullable=False),
         sa.Column("stdout_path", sa.Text(), nullable=False),
