@@ -256,6 +256,8 @@ def _rows(
                 "split the array",
             )
         tasks = list(req.array.task_ids)
+    # sbatch always sends its cwd; an API client that does not gets its HOME (or /tmp)
+    cwd = body.cwd or body.env.get("HOME", "") or "/tmp"
     held = req.hold  # kept as the job's hold flag, so a release clears it
     req = replace(req, hold=False)
     ids = ctl.next_ids(len(tasks))
@@ -276,8 +278,8 @@ def _rows(
         "script": script,
         "script_args": json.dumps(script_args),
         "env": json.dumps(_exported_env(req.export, body.env)),
-        "workdir": req.chdir or body.cwd,
-        "submit_dir": body.cwd,
+        "workdir": req.chdir or cwd,
+        "submit_dir": cwd,
         "time_limit": req.time_limit,
         "gpus_req": req.total_gpus(lo),
         "nodes_req": lo,
