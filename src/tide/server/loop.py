@@ -77,6 +77,7 @@ class SchedulingLoop:
         self._dirty = True
         self._last_probe = 0.0
         self._last_duration = 0.0
+        self._wake_at: float | None = None
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
 
     def start(self) -> None:
@@ -107,6 +108,9 @@ class SchedulingLoop:
                     self._last_probe = now
                     lifecycle.probe_phases(self.ctl)
                 due_bf = now - self._last_bf >= self.ctl.config.bf_interval
+                if self._wake_at is not None and now >= self._wake_at:
+                    self._wake_at = None  # the core asked for a pass by now
+                    self._dirty = True
                 # at least min_interval between passes, and 4x the last pass's
                 # length: a long pass (a huge queue) never takes more than a fifth
                 # of the process from the API and the submissions
@@ -134,6 +138,8 @@ class SchedulingLoop:
             t1 = time.perf_counter()
             decisions = self._schedule(loaded.snapshot)
             t2 = time.perf_counter()
+            wake = getattr(decisions, "wake", None)  # a time the core wants another pass
+            self._wake_at = wake if wake is not None and wake > now else None
             started = self._apply(loaded, decisions, now)
             t3 = time.perf_counter()
             self._last_duration = t3 - t0
