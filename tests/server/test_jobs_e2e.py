@@ -218,3 +218,26 @@ def test_usage_report_prices_gpu_hours(tiny: Any) -> None:
     assert lines and lines[0]["gpu_hours"] > 0
     assert lines[0]["cost"] == pytest.approx(lines[0]["gpu_hours"] * 2.0)
     assert {x["user"] for x in rep["lines"]} == {"alice"}  # users see their own lines
+
+
+def test_node_down_fails_its_jobs_or_requeues_them(tiny: Any) -> None:
+    d = _dir(tiny, "down")
+    script = "#!/bin/bash\n#SBATCH --gpus-per-node=8\nsleep 300\n"
+    with tiny.client(tiny.tokens["alice"]) as c, tiny.client(tiny.tokens["oscar"]) as op:
+        plain = submit(c, script, d).json()["job_id"]
+        again = submit(c, script, d, ["--requeue"]).json()["job_id"]
+        a = wait_state(c, plain, {"RUNNING"})
+        b = wait_state(c, again, {"RUNNING"})
+        op.post(f"/v1/nodes/{a['nodelist']}/down", json={"reason": "test"}).raise_for_status()
+        op.post(f"/v1/nodes/{b['nodelist']}/down", json={"reason": "test"}).raise_for_status()
+        ja = wait_state(c, plain, {"NODE_FAIL", "CANCELLED", "FAILED"}, timeout=30)
+        assert ja["state"] == "NODE_FAIL" and ja["reason"] == "NodeDown"
+        deadline = time.time() + 30
+        while job(c, again)["restarts"] == 0 and time.time() < deadline:
+            time.sleep(0.2)
+        jb = job(c, again)
+        assert jb["state"] == "PENDING" and jb["restarts"] == 1, jb
+        for n in {a["nodelist"], b["nodelist"]}:
+            op.post(f"/v1/nodes/{n}/resume").raise_for_status()
+        c.delete(f"/v1/jobs/{again}").raise_for_status()
+        wait_state(c, again, DONE, timeout=30)

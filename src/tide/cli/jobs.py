@@ -479,7 +479,8 @@ def node_down(
     names: Annotated[str, typer.Argument(help="node names or a hostlist")],
     reason: Annotated[str, typer.Option("--reason", "-r")] = "",
 ) -> None:
-    """Mark nodes DOWN (unusable). Running jobs on them are not killed by this.
+    """Mark nodes DOWN (unusable): their jobs are killed and end NODE_FAIL (or wait
+    again if submitted with --requeue), as Slurm does.
 
     Example: tide node down gpu03 --reason "PSU failure"
     """

@@ -30,9 +30,12 @@ log = logging.getLogger("tide.server")
 
 LIVE = ("RUNNING", "SUSPENDED", "COMPLETING")
 REQUEUE = "requeue:"  # cancel_requested prefix: the kill is a requeue, not a cancel
+NODE_FAIL = "node_fail:"  # ...: a node of the job went DOWN (requeued if --requeue)
 
 
 def final_state(report: ExitReport, cancel_requested: str) -> str:
+    if cancel_requested.startswith(NODE_FAIL):
+        return "NODE_FAIL"
     if cancel_requested and not cancel_requested.startswith(REQUEUE):
         return "CANCELLED"
     reason = report.reason.lower()
@@ -129,8 +132,8 @@ def finish(
                 "PENDING",
                 now,
                 _requeue_values(row, gpu_seconds),
-                reason=f"requeued by {row.cancel_requested[len(REQUEUE) :]}",
-                actor=row.cancel_requested[len(REQUEUE) :],
+                reason=f"requeued ({row.cancel_requested.rstrip(':')})",
+                actor=row.cancel_requested.split(":", 1)[1],
             )
             jobrepo.add_event(s, row.id, now, row.state, "REQUEUED", why, "controller")
             state = "PENDING"
@@ -172,6 +175,8 @@ def _tasks_running(row: JobRow, record: Any) -> float | None:
 
 
 def _requeue(row: JobRow) -> bool:
+    if row.cancel_requested.startswith(NODE_FAIL):
+        return bool(json.loads(row.request).get("requeue"))  # sbatch --requeue
     return row.cancel_requested.startswith(REQUEUE)
 
 

@@ -149,7 +149,40 @@ def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> 
             noderepo.set_state(s, name, state, reason if state != "IDLE" else "", who.user, now)
     for name in wanted:
         ctl.set_node_state(name, state, reason if state != "IDLE" else "")
+    if state == "DOWN":
+        _fail_jobs_on(ctl, who, set(wanted), reason)
     if ctl.loop is not None:
         ctl.loop.wake()
     rows = {n["name"]: n for n in listing(ctl)}
     return [rows[n] for n in wanted]
+
+
+def _fail_jobs_on(ctl: Any, who: Principal, names: set[str], reason: str) -> None:
+    """Slurm kills the jobs of a node set DOWN: they end NODE_FAIL, or wait again
+    when submitted with --requeue (tide.server.services.lifecycle)."""
+    from tide.server.services.lifecycle import NODE_FAIL
+    from tide.store import jobs as jobrepo
+
+    index = {i for i, n in enumerate(ctl.cluster.nodes) if n.name in names}
+    now = time.time()
+    doomed = []
+    with ctl.sessions.begin() as s:
+        stmt = select(JobRow.id, JobRow.state, JobRow.allocation).where(JobRow.state.in_(LIVE))
+        for job_id, st, text in list(s.execute(stmt)):
+            alloc = codec.alloc_from_json(text)
+            if alloc is None or not index & set(alloc.node_indices):
+                continue
+            jobrepo.transition(
+                s,
+                job_id,
+                [st],
+                "COMPLETING",
+                now,
+                {"cancel_requested": NODE_FAIL + who.user},
+                reason=f"node down: {reason}",
+                actor=who.user,
+            )
+            doomed.append(job_id)
+    for job_id in doomed:
+        if ctl.executor is not None:
+            ctl.executor.cancel(job_id, grace=ctl.settings.kill_wait)
