@@ -112,7 +112,8 @@ class QuotaLedger:
         if key is None:
             return None
         reason = self.admits(key[0], key[1], gpus)
-        if reason is None and not self.borrowing_open and self.borrows(key[0], key[1], gpus):
+        deferring = not self.borrowing_open and self.tree.fair_sharing
+        if reason is None and deferring and self.borrows(key[0], key[1], gpus):
             self.deferred.append(job.id)
             return Reason.COHORT_QUOTA
         return reason

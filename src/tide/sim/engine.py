@@ -119,6 +119,8 @@ class Engine:
         self._next_bf: float | None = None
         self._last_alloc: tuple[int, int, int] | None = None
         self._retired: set[int] = set()
+        self.fs_usage: dict[str, float] = {}  # decayed billing-seconds per "account/user"
+        self._prio_time: float | None = None
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
         self.bound_since: dict[int, float] = {}
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
@@ -179,6 +181,8 @@ class Engine:
             return self._end(t, data), self._bf_due(t)
         if kind == BACKFILL:
             self._next_bf = None
+            if self.pending and self.heap:  # keep the period while anything can change
+                self._bf_due(t)
             return bool(self.pending), True
         if kind == WAKE:
             self._wakes.discard(t)
@@ -196,8 +200,8 @@ class Engine:
         interval = self.config.bf_interval
         if interval <= 0:
             return True
-        if self._next_bf is None:
-            self._next_bf = t + interval
+        if self._next_bf is None:  # Slurm's backfill thread wakes on a fixed period
+            self._next_bf = (t // interval + 1) * interval
             self._push(self._next_bf, BACKFILL, 0)
         return False
 
@@ -228,7 +232,14 @@ class Engine:
             self.results[job.id].eligible = t
         if req.begin is not None and req.begin > t:
             self._push(req.begin, WAKE, job.id)
-        if self._preemptive:  # a job that does not fit may still preempt its way in
+        if req.switches is not None:  # --switches stops binding after its wait
+            wait = (
+                req.switches_wait
+                if req.switches_wait is not None
+                else (self.config.max_switch_wait)
+            )
+            self._push(t + wait, WAKE, job.id)
+        if self._preemptive and self._may_preempt(job):  # it may preempt its way in
             return True
         gpus = req.total_gpus(req.node_range()[0])
         ending = sum(a.alloc.gpu_count for a in self.active.values() if a.limit_end <= t)
@@ -267,9 +278,43 @@ class Engine:
             self._end(now, jid)
             self._retired.add(jid)
 
+    def _recalc_priorities(self, now: float) -> None:
+        """Every PriorityCalcPeriod, as Slurm: decay the fair-share usage,
+        charge what running jobs used since the last time, and move the time
+        at which ages are measured."""
+        cfg = self.config
+        if self._prio_time is not None and now - self._prio_time < cfg.priority_calc_period:
+            return
+        last = self._prio_time if self._prio_time is not None else now
+        if cfg.weights.fairshare and now > last:
+            from tide.sched.usage import billing, charge_all, decay
+
+            elapsed = now - last
+            used = self.fs_usage
+            used = decay(used, elapsed, cfg.decay_half_life)
+            used = charge_all(
+                used,
+                (
+                    (
+                        f"{a.job.account}/{a.job.user}",
+                        billing(
+                            sum(len(n.cores) * int(self.ix.tpc[n.node]) for n in a.alloc.nodes),
+                            a.alloc.gpu_count,
+                            sum(n.mem for n in a.alloc.nodes),
+                            cfg.billing_weights,
+                        )
+                        * (now - max(a.start, last)),
+                    )
+                    for a in self.active.values()
+                ),
+            )
+            self.fs_usage = used
+        self._prio_time = now
+
     def _cycle(self, now: float, backfill: bool) -> None:
         self._retire(now)
         self._resume(now)
+        self._recalc_priorities(now)
         snap = Snapshot(
             cluster=self.cluster,
             config=self.config,
@@ -280,8 +325,10 @@ class Engine:
                 for a in self.active.values()
             ],
             accounts=self.accounts,
+            usage=self.fs_usage,
             finished=self.finished,
             backfill=backfill,
+            priority_time=self._prio_time,
             bound=dict(self.bound),
             predicted=self._predictions(),
             last_checkpoint=self._checkpoints(now),
@@ -302,6 +349,14 @@ class Engine:
         from tide.sim.preemption import apply
 
         apply(self, now, p)
+
+    def _may_preempt(self, job: Job) -> bool:
+        if self.quotas is not None or self.config.preempt_type != "preempt/qos":
+            return True
+        if self.policy_name not in ("slurm", "tide"):
+            return True  # the Kubernetes-style models reclaim by queue, not by QOS
+        qos = self.accounts.qos.get(job.qos)
+        return qos is not None and bool(qos.preempt)
 
     def _kill(self, t: float, victim: int) -> bool:
         from tide.sim.preemption import kill

@@ -34,7 +34,7 @@ from tide.sim.workload import (
 )
 from tide.sim.workload.presets import PRESETS
 
-SCENARIOS = ("demo", "seed000", "seed004", "month1000")
+SCENARIOS = ("demo", "seed000", "seed004", "month1000", "preempt")
 
 
 @dataclass
@@ -149,7 +149,8 @@ def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInpu
     if loaded is not None:
         return _inputs(path.name, loaded, lambda: wl)
     cluster = wl.info.flat_cluster(opts.gpus_per_node)  # type: ignore[attr-defined]
-    return SimInputs(path.name, cluster, SchedulerConfig(), AccountTree(), lambda: wl)
+    epoch = float(wl.info.unix_start_time or 0)
+    return SimInputs(path.name, cluster, SchedulerConfig(epoch=epoch), AccountTree(), lambda: wl)
 
 
 def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> SimInputs:
@@ -161,7 +162,10 @@ def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> Sim
             f"{path}: no cluster; pass --cluster FILE, --slurm-conf PATH or one "
             f"of the bundled clusters ({', '.join(bundled_names())})"
         )
-    return _inputs(name or path.name, loaded, lambda: wl, _parse_shares(meta.get("shares")))
+    inputs = _inputs(name or path.name, loaded, lambda: wl, _parse_shares(meta.get("shares")))
+    if meta.get("epoch"):  # the Unix time of t=0 (Slurm plans on epoch-aligned windows)
+        inputs.config.epoch = float(meta["epoch"])
+    return inputs
 
 
 def _parse_shares(text: str | None) -> dict[str, float] | None:
@@ -210,7 +214,9 @@ def run_policy(
     cluster = copy.deepcopy(inputs.cluster)
     ix = build_index(cluster)
     has_limits = any(not a.limits.is_empty() for a in inputs.accounts.accounts.values())
-    if policy == "slurm" and not faults and count_applicable(ix, config, has_limits):
+    countable = count_applicable(ix, config, has_limits)
+    countable &= config.preempt_type in ("", "preempt/none")  # the count path cannot preempt
+    if policy == "slurm" and not faults and countable:
         part = cluster.default_partition()
         try:
             run = _count_run(inputs, ix, config, part.name if part else "")

@@ -11,7 +11,8 @@ borrowingLimit, queueingStrategy) and "Setup All-or-nothing with ready Pods"
 - Admission reserves quota for a whole workload (the job's GPUs). A workload
   fits when its ClusterQueue stays within nominal + borrowingLimit (unlimited
   by default) and the cohort within the sum of the nominal quotas: unused
-  quota of one queue is borrowable by the others. No preemption (issue 7).
+  quota of one queue is borrowable by the others. Preemption:
+  kueue_preempt.py (issue 7).
 - BestEffortFIFO: each ClusterQueue orders its workloads by priority, then
   queue time (creation; after an eviction, the eviction time: requeuingStrategy
   timestamp=Eviction); a head that does not fit is set aside and the next one
@@ -53,6 +54,7 @@ from tide.sched.fairshare import sshare_rows
 from tide.sched.index import ClusterIndex
 from tide.sched.policies.gate import Opener, gpus_of, ready
 from tide.sched.policies.k8s import bind_round, evict_lost_pods, waiting_for
+from tide.sched.policies.kueue_preempt import preempt_for_quota
 from tide.sched.policies.pods import Scorer, fits_empty, job_priority, pod_shapes
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, PendingInfo, Reason, Snapshot
@@ -161,6 +163,7 @@ class KueuePolicy:
         self._timeouts(cyc, cohort, admitted)
         if not (self.block_admission and admitted):
             self._admit(cyc, ctxs, cohort, admitted)
+        preempt_for_quota(self, cyc, ctxs, cohort, admitted)  # issue 7 (kueue_preempt.py)
         waiting = [
             waiting_for(cyc, self.ix, ctxs[jid], t, None if jid in lost else snap.bound.get(jid))
             for jid, t in sorted(admitted.items())

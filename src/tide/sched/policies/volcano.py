@@ -15,8 +15,9 @@ What it reproduces (Volcano docs: "Plugins" (gang, priority, binpack) and
 - There is no time-based reservation: a job that does not fit is passed over
   and smaller jobs behind it keep starting, so a large gang may wait long.
 Not modelled: queues and the proportion/drf plugins (one queue), the enqueue
-action's overcommit check, preempt/reclaim (issue 7), Volcano's own backfill
-action (it only places pods that request no resources).
+action's overcommit check, Volcano's own backfill
+action (it only places pods that request no resources). The preempt and
+reclaim actions are in volcano_preempt.py (issue 7).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from tide.sched.policies.pods import (
     pod_shapes,
     start_of,
 )
+from tide.sched.policies.volcano_preempt import preempt_and_reclaim
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, PendingInfo, Reason, Snapshot
 
@@ -66,6 +68,7 @@ class VolcanoPolicy:
         failed: set[tuple] = set()  # gangs of this shape did not fit: skip alike
         for _, ctx in jobs:
             self._allocate(cyc, ctx, failed)
+        preempt_and_reclaim(self, cyc, [ctx for _, ctx in jobs])  # issue 7 (volcano_preempt.py)
         return cyc.decisions
 
     def _allocate(self, cyc: Cycle, ctx: JobContext, failed: set[tuple]) -> None:
