@@ -28,7 +28,7 @@ HEAD_START = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class QueueFilter:
     ids: frozenset[int] = frozenset()
     states: frozenset[str] = frozenset()

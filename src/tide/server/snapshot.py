@@ -98,6 +98,7 @@ class ActiveJobs:
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._full_at = 0.0
+        self.version = 0  # bumped whenever an entry changes (views cache on it)
         self.full_reads = 0
         self.partial_reads = 0
 
@@ -140,6 +141,7 @@ class ActiveJobs:
             self.full_reads += 1
             with self._lock:
                 self._entries = entries
+                self.version += 1
                 self._reqs = {j: v for j, v in self._reqs.items() if j in entries}
                 return dict(self._entries)
         if dirty:
@@ -156,6 +158,7 @@ class ActiveJobs:
                     active = r.state in jobrepo.ACTIVE
                     found[r.id] = self._entry(session, r, now, texts.get(r.id)) if active else None
             with self._lock:
+                self.version += 1
                 for job_id, entry in found.items():
                     if entry is None:
                         self._entries.pop(job_id, None)
@@ -228,6 +231,7 @@ class ActiveJobs:
             for k, v in values.items():
                 setattr(entry.meta, k, v)
             entry.cells = None
+            self.version += 1
 
     def set_eligible(self, job_id: int, when: float) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal as signals
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -122,7 +123,22 @@ def queue_text(
     now = time.time()
     with ctl.sessions() as s:
         entries = ctl.active.refresh(s, now, wait=False)
-    return render(entries.values(), f, now, start)
+    # `watch tide queue` from many shells: one render per queue version and second
+    key = (id(ctl.active), ctl.active.version, int(now), f, start)
+    with _QUEUE_LOCK:
+        hit = _QUEUE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    text = render(entries.values(), f, now, start)
+    with _QUEUE_LOCK:
+        if len(_QUEUE_CACHE) >= 16:
+            _QUEUE_CACHE.clear()
+        _QUEUE_CACHE[key] = text
+    return text
+
+
+_QUEUE_CACHE: dict[tuple[object, ...], str] = {}
+_QUEUE_LOCK = threading.Lock()
 
 
 def cancel(
