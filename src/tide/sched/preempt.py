@@ -45,7 +45,6 @@ from tide.sched.types import (
     Preemption,
     Reason,
     Running,
-    Snapshot,
 )
 
 if TYPE_CHECKING:
@@ -317,12 +316,10 @@ def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Ca
     snap, job = cyc.snap, ctx.job
     lost_work = cyc.victim_order != "priority"
     committed = [r for r in snap.running if snap.preempting.get(r.job.id) == job.id]
-    committed += [_by_id(snap, p.victim) for p in cyc.decisions.preemptions
-                  if p.preemptor == job.id]  # fmt: skip
     for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
         trial = Trial(cyc, ctx, ledger)
         for r in committed:
-            if r is not None and r.job.state is not JobState.SUSPENDED:
+            if r.job.state is not JobState.SUSPENDED:
                 trial.usage.release(r.alloc)
                 if trial.ledger is not None:
                     trial.ledger.add(r.job, r.alloc.gpu_count, -1)
@@ -347,24 +344,25 @@ def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Ca
     return False
 
 
-def _by_id(snap: Snapshot, job_id: int) -> Running | None:
-    return next((r for r in snap.running if r.job.id == job_id), None)
-
-
 def _preemptable(cyc: Cycle, rules: Rules) -> list[tuple[Running, Partition | None]]:
     """Running jobs that may be chosen at all: not exempt, not suspended, not
     already told to go (this cycle or before)."""
     snap = cyc.snap
     taken = set(snap.preempting) | {p.victim for p in cyc.decisions.preemptions}
-    names = cyc.ix.names
+    masks = cyc.ix.partition_masks
     out = []
     for r in snap.running:
         if r.job.id in taken or r.job.state is JobState.SUSPENDED:
             continue
         if rules.is_exempt(snap.accounts, r, snap.now):
             continue
-        nodes = tuple(names[n] for n in r.alloc.node_indices)
-        out.append((r, rules_mod.partition_of(snap.cluster, r.job, nodes)))
+        nodes = list(r.alloc.node_indices)
+
+        def holds(p: Partition, nodes: list[int] = nodes) -> bool:
+            mask = masks.get(p.name)
+            return mask is not None and bool(mask[nodes].all())
+
+        out.append((r, rules_mod.partition_of(snap.cluster, r.job, holds)))
     return out
 
 

@@ -23,6 +23,7 @@ Pure: everything comes from the snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tide.model import Job, Partition
@@ -74,13 +75,15 @@ def job_priority(job: Job, accounts: AccountTree) -> int:
     return qos.priority if qos is not None else 0
 
 
-def partition_of(cluster: Cluster, job: Job, nodes: tuple[str, ...] = ()) -> Partition | None:
+def partition_of(
+    cluster: Cluster, job: Job, holds: Callable[[Partition], bool] | None = None
+) -> Partition | None:
     """The partition a running job runs in: its chosen one, else the first of
-    its --partition list that holds all its nodes, else the default."""
+    its --partition list that holds all its nodes (`holds`), else the default."""
     names = [job.partition] if job.partition else list(job.request.partitions)
     parts = [p for p in (cluster.partition(n) for n in names) if p is not None]
     for p in parts:
-        if not nodes or set(nodes) <= set(p.nodes):
+        if holds is None or holds(p):
             return p
     return parts[0] if parts else cluster.default_partition()
 

@@ -57,8 +57,10 @@ class QuotaLedger:
     _owner: dict[str, str | None] = field(default_factory=dict)
     _kids: dict[Node, list[Node]] = field(default_factory=dict)
     _sq: dict[tuple[Node, str], int] = field(default_factory=dict)
+    _names: set[str] = field(default_factory=set)  # GPU types the tree names
 
     def __post_init__(self) -> None:
+        self._names = self.tree.resources()
         for name, q in self.tree.accounts.items():
             if q.cohort in self.tree.cohorts:
                 self._kids.setdefault(("c", q.cohort), []).append(("a", name))
@@ -86,7 +88,7 @@ class QuotaLedger:
         owner = self.owner(job.account)
         if owner is None:
             return None
-        names = self.tree.resources()
+        names = self._names
         want = job.request.gpu_type
         if want in names:
             return owner, want

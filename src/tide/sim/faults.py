@@ -117,6 +117,7 @@ def _lose(
     del engine.active[job.id]
     engine.usage.release(engine.held(act))
     worked = min(t, engine.paused_at(act))  # a suspended job did no work since
+    engine.suspended.pop(job.id, None)
     saved, last = saved_work(act, worked)
     res = engine.results[job.id]
     lost = act.alloc.gpu_count * max(0.0, worked - last)
