@@ -186,9 +186,9 @@ def test_twin_matches_slurm_until_the_first_will_run_batch(
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="Slurm's will-run test plans backfill reservations at the end of 30 s-aligned "
-    "batches of running jobs; the core plans at the exact earliest time "
-    "(docs/slurm-peer.md, 'will-run batches')",
+    reason="Slurm's backfill pass ran between job 13's submission and job 5's end, within the "
+    "same second; the twin's whole-second events cannot order them "
+    "(docs/slurm-peer.md, 'Sub-second order of events')",
     strict=False,
 )
 def test_twin_backfills_job9_as_slurm_did(twin_run: dict[int, twin.TwinRecord]) -> None:

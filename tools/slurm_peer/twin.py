@@ -82,7 +82,8 @@ def write_jsonl(records: list[SlurmRecord], path: Path, user: str = "root") -> i
             "sbatch": r.sbatch,
         }
         lines.append(json.dumps(obj))
-    header = f"# source: real Slurm 22.05 peer, {len(lines)} jobs, t=0 at epoch {t0:.3f}\n"
+    header = (f"# source: real Slurm 22.05 peer, {len(lines)} jobs, t=0 at epoch {t0:.3f}\n"
+              f"# epoch: {t0:.3f}\n")
     path.write_text(header + "\n".join(lines) + "\n")
     return len(lines)
 

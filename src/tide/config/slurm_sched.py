@@ -59,11 +59,15 @@ def _scheduler_type(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: 
     cfg.scheduler_type = value
     mode = _BACKFILL.get(value.lower())
     if mode is None:
-        warn.add(loc.file, loc.line,
-                 f"SchedulerType={value} is not sched/backfill or sched/builtin; "
-                 f"using backfill={cfg.backfill.value}")
+        warn.add(
+            loc.file,
+            loc.line,
+            f"SchedulerType={value} is not sched/backfill or sched/builtin; "
+            f"using backfill={cfg.backfill.value}",
+        )
     else:
         cfg.backfill = mode
+        cfg.will_run_batches = mode is BackfillMode.CONSERVATIVE  # plan as Slurm's backfill
 
 
 def _sched_params(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Warnings) -> None:
@@ -74,13 +78,17 @@ def _sched_params(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Wa
             cfg.bf_continue = True
         elif opt in _SCHED_OPTS:
             if not arg:
-                raise loc.error(f"SchedulerParameters option {name} needs a value",
-                                f"write {name}=N")
+                raise loc.error(
+                    f"SchedulerParameters option {name} needs a value", f"write {name}=N"
+                )
             attr, scale = _SCHED_OPTS[opt]
             setattr(cfg, attr, to_int(f"SchedulerParameters {name}", arg, loc) * scale)
         else:
-            warn.add(loc.file, loc.line,
-                     f"SchedulerParameters option {name!r} is not used by tide (ignored)")
+            warn.add(
+                loc.file,
+                loc.line,
+                f"SchedulerParameters option {name!r} is not used by tide (ignored)",
+            )
 
 
 # option -> (SchedulerConfig field, multiplier to seconds)
@@ -132,8 +140,10 @@ def check_preempt_mode(key: str, value: str, loc: Loc) -> str:
     parts = [p.upper() for p in split_list(value)]
     bad = [p for p in parts if p not in _PREEMPT_MODES]
     if bad or not parts:
-        raise loc.error(f"{key}={value!r} is not a preemption mode",
-                        "write OFF, CANCEL, REQUEUE or SUSPEND[,GANG]")
+        raise loc.error(
+            f"{key}={value!r} is not a preemption mode",
+            "write OFF, CANCEL, REQUEUE or SUSPEND[,GANG]",
+        )
     return ",".join(parts)
 
 
@@ -144,6 +154,7 @@ _HANDLERS: dict[str, Callable[[str, str, Loc, SchedulerConfig, Warnings], None]]
     "priorityweighttres": _weight_tres,
     "prioritydecayhalflife": _time_field("decay_half_life"),
     "prioritymaxage": _time_field("max_age"),
+    "prioritycalcperiod": _time_field("priority_calc_period"),
     "priorityfavorsmall": _favor_small,
     "priorityflags": _list_field("priority_flags"),
     "topologyplugin": _str_field("topology_plugin"),

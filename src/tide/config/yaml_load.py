@@ -216,6 +216,9 @@ def _scheduler(s: SchedulerSpec) -> SchedulerConfig:
         decay_half_life=s.decay_half_life, max_age=s.max_age, favor_small=s.favor_small,
         priority_flags=tuple(s.priority_flags), topology_plugin=s.topology_plugin or "",
         select_type=s.select_type, select_type_parameters=tuple(s.select_type_parameters),
-        max_switch_wait=s.max_switch_wait, preempt_type=s.preempt_type,
+        max_switch_wait=s.max_switch_wait, priority_calc_period=s.priority_calc_period,
+        will_run_batches=s.will_run_batches, epoch=s.epoch,
+        billing_weights=dict(s.billing_weights) if s.billing_weights is not None else None,
+        preempt_type=s.preempt_type,
         preempt_mode=s.preempt_mode, extra=dict(s.extra),
     )

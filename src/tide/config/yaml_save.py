@@ -207,8 +207,14 @@ def _scheduler(s: SchedulerConfig) -> dict[str, Any]:
         "priority_flags": list(s.priority_flags), "topology_plugin": s.topology_plugin,
         "select_type": s.select_type, "select_type_parameters": list(s.select_type_parameters),
         "max_switch_wait": format_duration(s.max_switch_wait),
+        "priority_calc_period": format_duration(s.priority_calc_period),
+        "will_run_batches": s.will_run_batches,
         "preempt_type": s.preempt_type, "preempt_mode": s.preempt_mode,
     }
+    if s.billing_weights is not None:
+        d["billing_weights"] = dict(s.billing_weights)
+    if s.epoch:
+        d["epoch"] = s.epoch
     if s.extra:
         d["extra"] = dict(s.extra)
     return d

@@ -195,6 +195,10 @@ class SchedulerSpec(Spec):
     select_type: str = "select/cons_tres"
     select_type_parameters: list[str] = ["CR_Core_Memory"]
     max_switch_wait: Seconds = 300
+    priority_calc_period: Seconds = 300
+    will_run_batches: bool = False  # plan reservations like Slurm's will-run test
+    billing_weights: dict[str, float] | None = None  # TRESBillingWeights; None = GPU-seconds
+    epoch: float = 0.0
     preempt_type: str = "preempt/none"
     preempt_mode: Annotated[str, _word("ON", "OFF")] = "OFF"
     extra: dict[str, Annotated[str, BeforeValidator(str)]] = {}

@@ -48,6 +48,10 @@ class SchedulerConfig:
     priority_type: str = "priority/multifactor"
     weights: PriorityWeights = field(default_factory=PriorityWeights)
     decay_half_life: int = 7 * 86400  # seconds; 0 = no decay
+    priority_calc_period: int = 300  # seconds between priority/fair-share recalculations
+    # TRESBillingWeights for fair-share usage ({"cpu": 1.0} bills CPUs as Slurm
+    # does without weights); None bills GPU-seconds, tide's default
+    billing_weights: dict[str, float] | None = None
     max_age: int = 7 * 86400  # seconds
     favor_small: bool = False
     priority_flags: tuple[str, ...] = ()
@@ -56,6 +60,11 @@ class SchedulerConfig:
     select_type: str = "select/cons_tres"
     select_type_parameters: tuple[str, ...] = ("CR_Core_Memory",)
     max_switch_wait: int = 300  # seconds (SchedulerParameters max_switch_wait)
+    # Emulate Slurm's select plugin will-run test, which removes running jobs in
+    # time batches (30 s, then doubling) so reservations land at batch ends;
+    # set for configurations read from a slurm.conf (see docs/core.md)
+    will_run_batches: bool = False
+    epoch: float = 0.0  # Unix time of the scheduler clock's zero (the twin's trace start)
     # preemption (issue 7 fills these in)
     preempt_type: str = "preempt/none"
     preempt_mode: str = "OFF"

@@ -154,7 +154,7 @@ def _priorities(cyc: Cycle) -> list[int]:
         cfg,
         snap.accounts,
         fs,
-        snap.now,
+        snap.now if snap.priority_time is None else snap.priority_time,
         cyc.partitions,  # type: ignore[arg-type]
     )
     cyc.decisions.priorities = dict(
@@ -403,6 +403,8 @@ def _backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
     snap, cfg = cyc.snap, cyc.snap.config
     running = [(r.alloc, max(r.end, snap.now)) for r in snap.running] + cyc.started
     plan = Plan.build(cyc.ix, cyc.usage, running, snap.now)
+    if cfg.will_run_batches:
+        plan.batch_epoch = cfg.epoch
     _add_reservation_holds(cyc, plan)
     started_ids = {s.job_id for s in cyc.decisions.starts}
     tested, reserved = 0, False

@@ -91,6 +91,7 @@ class Plan:
     all_times: np.ndarray  # every distinct release time, sorted
     holds: Holds = field(default_factory=Holds)
     _ready: dict[tuple, np.ndarray] = field(default_factory=dict)
+    batch_epoch: float | None = None  # set: plan like Slurm's will-run batches
 
     @classmethod
     def build(
@@ -333,9 +334,31 @@ class Plan:
             ends = self.holds.arrays()[2]
             later = np.concatenate([later, ends[(ends > bound) & (ends <= horizon)]])
         later = _round_up(later, self.now, res)
+        if self.batch_epoch is not None:  # Slurm's will-run test: batch ends only
+            ends = self._batch_ends(eligible)
+            ready = _to_batches(ready, ends, self.now)
+            later = _to_batches(later, ends, self.now)
         if later.size > 4 * MAX_CANDIDATES:
             later = np.partition(later, 4 * MAX_CANDIDATES)[: 4 * MAX_CANDIDATES]
         return np.unique(later)[:MAX_CANDIDATES].tolist(), ready
+
+    def _batch_ends(self, eligible: np.ndarray) -> np.ndarray:
+        """Slurm 22.05's select/cons_tres will-run test (cons_common/job_test.c,
+        _will_run_test) removes the running jobs on the candidate nodes in end
+        order, in batches: the first batch ends 30 s past the first end rounded
+        up to a multiple of 30 s of the epoch, and the window doubles after
+        each failed test; the planned start is the end of the batch's last job.
+        Returns those batch ends."""
+        ends = self.rel_t[eligible]
+        ends = np.unique(ends[np.isfinite(ends) & (ends > self.now)])
+        if not ends.size:
+            return ends
+        first = ends[0]
+        barrier = first + WILL_RUN_WINDOW - (first + self.batch_epoch) % WILL_RUN_WINDOW
+        steps = max(1, int(np.ceil(np.log2(max(1.0, (ends[-1] - barrier) / WILL_RUN_WINDOW)))) + 2)
+        windows = barrier + WILL_RUN_WINDOW * (2.0 ** np.arange(steps))
+        last = np.searchsorted(ends, windows, side="right") - 1
+        return np.unique(ends[last[last >= 0]])
 
     def fit_at(
         self, t: float, shape: Shape, eligible: np.ndarray, ready: np.ndarray, skip: str | None
@@ -377,6 +400,18 @@ class Plan:
 
 
 MAX_CANDIDATES = 64  # start times tested per job before it goes without a hold
+
+
+WILL_RUN_WINDOW = 30.0  # seconds: the first batch window of Slurm's will-run test
+
+
+def _to_batches(times: np.ndarray, ends: np.ndarray, now: float) -> np.ndarray:
+    """Each future time moved to the first batch end at or after it."""
+    if not ends.size:
+        return times
+    idx = np.searchsorted(ends, times, side="left")
+    later = ends[np.minimum(idx, len(ends) - 1)]
+    return np.where((times <= now) | (idx >= len(ends)), times, later)
 
 
 def _key_shape(key: tuple) -> Shape:

@@ -113,6 +113,9 @@ class Snapshot:
     finished: dict[str, str] = field(default_factory=dict)
     # whether to run the backfill pass this cycle (the driver owns bf_interval)
     backfill: bool = True
+    # when priorities were last recalculated (Slurm does it every
+    # PriorityCalcPeriod): age is measured to this time; None = now
+    priority_time: float | None = None
     # Kubernetes-style models: pods already bound for jobs not yet running
     # (their resources are in the driver's usage, held idle)
     bound: dict[int, Allocation] = field(default_factory=dict)

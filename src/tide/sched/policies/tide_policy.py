@@ -38,6 +38,8 @@ from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Running, Snapshot
 
 AGED = 4 * 3600.0  # seconds of wait after which shorter jobs no longer overtake a job
+PROMISE = "tide.promise"  # Job.meta: (first planned start, restarts then)
+PROMISE_SLACK = 60.0  # seconds a planned start may slip before limits take over
 
 
 class TidePolicy:
@@ -62,7 +64,9 @@ class TidePolicy:
         self.backfill = backfill
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        predict = self.predict and bool(snap.predicted)
+        if snap.config.will_run_batches:  # tide plans exact earliest starts, not Slurm's batches
+            snap = replace(snap, config=replace(snap.config, will_run_batches=False))
+        predict = self.predict and bool(snap.predicted) and not _broken_promise(snap)
         if predict:
             snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
         cyc = self.opener.open(snap, usage)
@@ -74,7 +78,34 @@ class TidePolicy:
         if (snap.backfill or self.every_cycle) and mode is not BackfillMode.NONE:
             bf_order = _sjbf(cyc, order, self.aged) if self.sjbf else order
             _cycle._backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
+        if predict:
+            _promise(cyc)
         return cyc.decisions
+
+
+def _promise(cyc: Cycle) -> None:
+    """Remember the first start a prediction-based plan gave each reserved job
+    (Decisions.meta: the driver keeps it with the job)."""
+    by_id = {j.id: j for j in cyc.snap.pending}
+    for jid, info in cyc.decisions.pending.items():
+        job = by_id.get(jid)
+        if info.planned_start is None or job is None:
+            continue
+        kept = job.meta.get(PROMISE)
+        if not (isinstance(kept, tuple) and kept[1] == job.restarts):
+            cyc.decisions.meta[jid] = {PROMISE: (info.planned_start, job.restarts)}
+
+
+def _broken_promise(snap: Snapshot) -> bool:
+    """Whether a pending job's predicted start has passed (by more than
+    PROMISE_SLACK): predictions were too short, so this cycle plans with the
+    limits, whose reservation no backfilled job can delay."""
+    late = snap.now - PROMISE_SLACK
+    for job in snap.pending:
+        kept = job.meta.get(PROMISE)
+        if isinstance(kept, tuple) and kept[1] == job.restarts and late > kept[0]:
+            return True
+    return False
 
 
 def _planned(r: Running, snap: Snapshot) -> Running:
