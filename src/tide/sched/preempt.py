@@ -397,9 +397,8 @@ def _why(rules: Rules, accounts: AccountTree, job: Job, part: Partition, victim:
 
 def _record(cyc: Cycle, job: Job, victims: list[Candidate]) -> None:
     for c in sorted(victims, key=lambda c: c.id):
-        hours = c.cost / 3600
-        text = (f"{c.mode} for job {job.id}: {c.why}; "
-                f"{hours:.2f} GPU-hours since its last checkpoint lost"
+        text = (f"{c.mode} for job {job.id}: {c.why}; {c.cost:.0f} GPU-seconds "
+                f"({c.cost / 3600:.2f} GPU-hours) since its last checkpoint lost"
                 + (f"; {c.grace} s grace" if c.grace else ""))  # fmt: skip
         cyc.decisions.preemptions.append(
             Preemption(c.id, job.id, c.mode, c.grace, c.cost, text, c.kind)

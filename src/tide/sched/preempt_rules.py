@@ -167,7 +167,7 @@ def lost_gpu_seconds(r: Running, now: float, last_checkpoint: dict[int, float], 
     if mode == SUSPEND:
         return 0.0
     last = last_checkpoint.get(r.job.id, r.start)
-    return r.alloc.gpu_count * max(0.0, now - max(last, r.start))
+    return float(r.alloc.gpu_count * max(0.0, now - max(last, r.start)))
 
 
 def rank(accounts: AccountTree, r: Running, part: Partition | None) -> tuple[int, int]:
