@@ -15,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h> /* T_OBJECT_EX, READONLY */
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF /* gcc takes -ffp-contract=off (setup.py) */
@@ -532,6 +533,10 @@ static int simulate(Sim *s) {
             s->cycles++;
             if (schedule(s, t, backfill))
                 return -1;
+            if (ev.kind == BACKFILL && s->heap.len == 1 && s->heap.e[0].kind == BACKFILL) {
+                s->heap.len = 0; /* nothing runs nor arrives: later passes change nothing */
+                has_bf = 0;
+            }
         }
         if (sample(s, t))
             return -1;
@@ -866,9 +871,78 @@ static PyObject *countsim_parse_swf(PyObject *self, PyObject *args) {
     return res;
 }
 
+/* -- objects of a slots class, many at once ---------------------------------------- */
+
+PyDoc_STRVAR(make_slots_doc,
+"make_slots(cls, names, columns, n) -> list\n\n"
+"n instances of `cls`, a class with __slots__ (a dataclass with slots=True and no\n"
+"__post_init__), each slot set as object.__setattr__ would, without calling\n"
+"__init__: for slot names[i], row r takes columns[i][r] when columns[i] is a list,\n"
+"else columns[i] itself. `names` must name every slot: the caller checks that.");
+
+static PyObject *countsim_make_slots(PyObject *self, PyObject *args) {
+    (void)self;
+    PyTypeObject *cls;
+    PyObject *names, *columns;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!O!O!n", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &PyTuple_Type, &columns, &n))
+        return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(names);
+    if (PyTuple_GET_SIZE(columns) != k || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "one column per name, n >= 0");
+        return NULL;
+    }
+    Py_ssize_t *offsets = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t));
+    if (!offsets)
+        return PyErr_NoMemory();
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *col = PyTuple_GET_ITEM(columns, i);
+        if (PyList_Check(col) && PyList_GET_SIZE(col) != n) {
+            PyErr_Format(PyExc_ValueError, "column %zd: want %zd rows", i, n);
+            goto done;
+        }
+        PyObject *descr = PyObject_GetAttr((PyObject *)cls, PyTuple_GET_ITEM(names, i));
+        if (!descr)
+            goto done;
+        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type);
+        PyMemberDef *m = ok ? ((PyMemberDescrObject *)descr)->d_member : NULL;
+        ok = ok && m->type == T_OBJECT_EX && !(m->flags & READONLY) &&
+             PyType_IsSubtype(cls, PyDescr_TYPE(descr));
+        Py_DECREF(descr);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%R is not a writable slot of %R",
+                         PyTuple_GET_ITEM(names, i), (PyObject *)cls);
+            goto done;
+        }
+        offsets[i] = m->offset;
+    }
+    out = PyList_New(n);
+    if (!out)
+        goto done;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        PyObject *obj = cls->tp_alloc(cls, 0);
+        if (!obj) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *col = PyTuple_GET_ITEM(columns, i);
+            PyObject *v = PyList_Check(col) ? PyList_GET_ITEM(col, r) : col;
+            *(PyObject **)((char *)obj + offsets[i]) = Py_NewRef(v);
+        }
+        PyList_SET_ITEM(out, r, obj);
+    }
+done:
+    PyMem_Free(offsets);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run", countsim_run, METH_VARARGS, run_doc},
     {"parse_swf", countsim_parse_swf, METH_VARARGS, parse_swf_doc},
+    {"make_slots", countsim_make_slots, METH_VARARGS, make_slots_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -112,6 +112,12 @@ class CountDriver:
                 self.cycles += 1
                 for job_id, ids in self.backend.schedule(t, backfill):
                     self._start(t, job_id, ids)
+                if kind == BACKFILL and len(heap) == 1 and heap[0][1] == BACKFILL:
+                    # nothing runs and nothing is left to arrive: every later pass
+                    # would see the same idle cluster and start nothing (the queue
+                    # holds only jobs wider than it), so the run ends here
+                    heap.pop()
+                    next_bf = None
             self._sample(t)
 
     def _push(self, t: float, kind: int, jid: int) -> None:

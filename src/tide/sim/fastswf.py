@@ -105,7 +105,7 @@ class SwfWorkload(Workload):
     def _count(self, info: WorkloadInfo) -> None:
         assert self._tally is not None
         read, dropped, adjusted, note = self._tally
-        info.read = read
+        info.read, info.kept = read, 0  # Workload.__iter__ counts kept jobs as they go
         info.dropped.clear()
         info.dropped.update(dropped)
         info.adjusted.clear()
