@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         kw: dict[str, Any] = {"context_settings": _PASS} if name in ("sbatch", "submit") else {}
         doc = fn.__doc__ or ""
         short = " ".join(doc.split("\n\n")[0].split()).split(": ")[0].split(", like")[0]
-        app.command(name, help=doc, short_help=short.rstrip("."), **kw)(fn)
+        app.command(name, help=doc, short_help=short.rstrip("."), **kw)(fn)  # type: ignore[type-var]
     app.add_typer(show_app, name="show")
     app.add_typer(node_app, name="node")
     app.add_typer(notify_app, name="notify")

@@ -33,7 +33,7 @@ from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
 from tide.store import usage as usagerepo
-from tide.store.models import JobRow
+from tide.store.models import JOBS
 
 log = logging.getLogger("tide.server")
 
@@ -228,12 +228,12 @@ class SchedulingLoop:
                 continue
             prio = float(round(d.priorities.get(job_id, info.priority)))
             planned = info.planned_start
-            elig = d.eligible.get(job_id)
+            newly_eligible = d.eligible.get(job_id)
             if (
                 str(info.reason) == meta.reason
                 and prio == meta.priority
                 and _same_time(planned, meta.planned_start)
-                and elig is None
+                and newly_eligible is None
             ):
                 continue
             nodes = ""
@@ -250,7 +250,7 @@ class SchedulingLoop:
                 planned_start=planned,
                 planned_nodes=nodes,
             )
-        t = JobRow.__table__
+        t = JOBS
         if changes:
             stmt = (
                 update(t)

@@ -134,7 +134,7 @@ class ActiveJobs:
         if full or now - self._full_at >= FULL_EVERY:
             stmt = select(*_COLS, JobRow.request).where(JobRow.state.in_(jobrepo.ACTIVE))
             entries = {
-                r[0]: self._entry(session, r, now, r[-1])
+                r[0]: self._entry(session, r, now, str(r[-1]))
                 for r in session.connection().execute(stmt)
             }
             self._full_at = now

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Select, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from tide.store.models import JobEventRow, JobRow
+from tide.store.models import JOBS, JobEventRow, JobRow
 
 ACTIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 
@@ -44,7 +44,7 @@ def insert_jobs(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     for r in rows:
         groups.setdefault(frozenset(r), []).append(r)
     for group in groups.values():
-        session.execute(insert(JobRow.__table__), group)
+        session.execute(insert(JOBS), group)
 
 
 def get(session: Session, job_id: int) -> JobRow | None:

@@ -9,7 +9,7 @@ columns with indexes.
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Table, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -74,6 +74,9 @@ class JobRow(Base):
     stdout_path: Mapped[str] = mapped_column(Text, default="")
     stderr_path: Mapped[str] = mapped_column(Text, default="")
     warnings: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
+
+
+JOBS: Table = JobRow.__table__  # type: ignore[assignment]  # for Core bulk statements
 
 
 class JobEventRow(Base):
