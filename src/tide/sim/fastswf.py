@@ -14,12 +14,12 @@ plain decimal number, a non-ASCII byte, `keep_original`) goes to
 from __future__ import annotations
 
 import gzip
+import io
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
@@ -84,6 +84,7 @@ class SwfWorkload(Workload):
         self, info: SwfInfo, path: Path, filt: SwfFilter, estimates: Estimates, epoch: bool
     ) -> None:
         super().__init__(info, self._iter_jobs)
+        self.swf_info = info
         self.path, self.filt, self.estimates = path, filt, estimates
         self._epoch = epoch  # no UnixStartTime header: rebase epoch-like submits
         self._cols: SwfColumns | None = None
@@ -98,7 +99,7 @@ class SwfWorkload(Workload):
 
     def _load(self) -> SwfColumns:
         if self._cols is None:
-            self._cols, self._tally = _parse(self.path, self.info, self.filt, self.estimates,
+            self._cols, self._tally = _parse(self.path, self.swf_info, self.filt, self.estimates,
                                              self._epoch)  # fmt: skip
         return self._cols
 
@@ -235,7 +236,7 @@ def _num(label: str) -> int:
     return -1 if label == "unknown" else int(label[1:])
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 

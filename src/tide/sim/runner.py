@@ -141,7 +141,7 @@ def _tree_shares(accounts: AccountTree) -> dict[str, float] | None:
 def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
     wl = read_swf_fast(
         path,
-        filter=opts.swf_filter,
+        filter=opts.swf_filter,  # type: ignore[arg-type]
         estimates=opts.estimates,  # type: ignore[arg-type]
         gpus_per_node=opts.gpus_per_node,
     )

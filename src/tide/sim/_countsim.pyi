@@ -1,0 +1,27 @@
+"""Types of the C kernel (src/tide/sim/_countsim.c); see tide.sim.count_fast."""
+
+from typing import Any
+
+from _typeshed import ReadableBuffer
+
+# the arrays: contiguous float64 (submit, runlen, limit) and int64 (need, acct) buffers,
+# numpy arrays in practice (which typeshed does not see as buffers on Python 3.11)
+def run(
+    submit: Any,
+    runlen: Any,
+    need: Any,
+    limit: Any,
+    acct: Any,
+    n_accounts: int,
+    nodes: int,
+    gpus_per_node: int,
+    mode: int,
+    sjf: bool,
+    bf_interval: float,
+    plot_period: float,
+    /,
+) -> dict[str, Any]: ...
+def parse_swf(data: ReadableBuffer, width: int, /) -> bytearray | None: ...
+def make_slots(
+    cls: type, names: tuple[str, ...], columns: tuple[Any, ...], n: int, /
+) -> list[Any]: ...
