@@ -243,3 +243,19 @@ def test_sdsc_prefix_same_as_python(backfill: str, order: str, bf_interval: int)
     ix = build_index(wl.info.flat_cluster())  # type: ignore[attr-defined]
     cfg = config(backfill, order, bf_interval)
     assert_same(c_run(jobs, ix, cfg), python_run(jobs, ix, cfg))
+
+
+def test_join_groups_and_group_dicts() -> None:
+    from tide.sim import _countsim
+
+    idx = np.array([2, 0, 1, 1], dtype=np.int64)
+    got = _countsim.join_groups(["a", "b", "c"], idx, np.array([0, 2, 2, 3, 4]), ";")
+    assert got == ["c;a", "", "b", "b"]
+    with pytest.raises(ValueError, match="out of range"):
+        _countsim.join_groups(["a"], idx, np.array([0, 2]), ";")
+    keys, values = np.array([1, 0, 1], dtype=np.int64), np.array([8, 16, 0], dtype=np.int64)
+    dicts = _countsim.group_dicts(np.array([0, 0, 2, 3]), keys, values, ["x", "y"])
+    assert dicts == [{}, {"y": 8, "x": 16}, {"y": 0}]
+    assert list(dicts[1]) == ["y", "x"]
+    with pytest.raises(ValueError, match="out of range"):
+        _countsim.group_dicts(np.array([0, 3]), keys, values, ["x"])

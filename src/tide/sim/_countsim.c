@@ -939,10 +939,124 @@ done:
     return out;
 }
 
+/* -- output helpers: many small strings and dicts at once ------------------------- */
+
+PyDoc_STRVAR(join_groups_doc,
+"join_groups(items, index, bounds, sep) -> list[str]\n\n"
+"For each group g: sep.join(items[index[j]] for j in range(bounds[g], bounds[g+1])),\n"
+"'' for an empty group. index, bounds: int64 arrays, len(bounds) = groups + 1.");
+
+static PyObject *countsim_join_groups(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *items, *o_index, *o_bounds, *sep;
+    if (!PyArg_ParseTuple(args, "O!OOU", &PyList_Type, &items, &o_index, &o_bounds, &sep))
+        return NULL;
+    Py_buffer bi, bb;
+    if (get_buffer(o_index, &bi, "index", 'q', -1))
+        return NULL;
+    if (get_buffer(o_bounds, &bb, "bounds", 'q', -1)) {
+        PyBuffer_Release(&bi);
+        return NULL;
+    }
+    const int64_t *index = bi.buf, *bounds = bb.buf;
+    Py_ssize_t n_index = bi.len / 8, groups = bb.len / 8 - 1, n_items = PyList_GET_SIZE(items);
+    PyObject *out = groups >= 0 ? PyList_New(groups) : NULL, *empty = PyUnicode_New(0, 0);
+    if (groups < 0)
+        PyErr_SetString(PyExc_ValueError, "bounds: want at least one entry");
+    for (Py_ssize_t g = 0; out && empty && g < groups; g++) {
+        int64_t lo = bounds[g], hi = bounds[g + 1];
+        PyObject *v = NULL;
+        if (lo < 0 || hi < lo || hi > n_index) {
+            PyErr_SetString(PyExc_ValueError, "bounds out of range");
+        } else if (lo == hi) {
+            v = Py_NewRef(empty);
+        } else {
+            PyObject *parts = PyList_New(hi - lo);
+            for (int64_t j = lo; parts && j < hi; j++) {
+                if (index[j] < 0 || index[j] >= n_items) {
+                    PyErr_SetString(PyExc_ValueError, "index out of range");
+                    Py_CLEAR(parts);
+                    break;
+                }
+                PyList_SET_ITEM(parts, j - lo, Py_NewRef(PyList_GET_ITEM(items, index[j])));
+            }
+            if (parts)
+                v = hi - lo == 1 ? Py_NewRef(PyList_GET_ITEM(parts, 0))
+                                 : PyUnicode_Join(sep, parts);
+            Py_XDECREF(parts);
+        }
+        if (!v) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, g, v);
+    }
+    Py_XDECREF(empty);
+    PyBuffer_Release(&bi);
+    PyBuffer_Release(&bb);
+    return out;
+}
+
+PyDoc_STRVAR(group_dicts_doc,
+"group_dicts(bounds, keys, values, names) -> list[dict]\n\n"
+"For each group g: {names[keys[j]]: values[j] for j in range(bounds[g], bounds[g+1])}\n"
+"(insertion order kept). bounds, keys, values: int64 arrays.");
+
+static PyObject *countsim_group_dicts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_bounds, *o_keys, *o_values, *names;
+    if (!PyArg_ParseTuple(args, "OOOO!", &o_bounds, &o_keys, &o_values, &PyList_Type, &names))
+        return NULL;
+    Py_buffer b[3];
+    if (get_buffer(o_bounds, &b[0], "bounds", 'q', -1))
+        return NULL;
+    if (get_buffer(o_keys, &b[1], "keys", 'q', -1)) {
+        PyBuffer_Release(&b[0]);
+        return NULL;
+    }
+    if (get_buffer(o_values, &b[2], "values", 'q', b[1].len / 8)) {
+        PyBuffer_Release(&b[0]);
+        PyBuffer_Release(&b[1]);
+        return NULL;
+    }
+    const int64_t *bounds = b[0].buf, *keys = b[1].buf, *values = b[2].buf;
+    Py_ssize_t groups = b[0].len / 8 - 1, n_keys = b[1].len / 8, n_names = PyList_GET_SIZE(names);
+    PyObject *out = groups >= 0 ? PyList_New(groups) : NULL;
+    if (groups < 0)
+        PyErr_SetString(PyExc_ValueError, "bounds: want at least one entry");
+    for (Py_ssize_t g = 0; out && g < groups; g++) {
+        PyObject *d = PyDict_New();
+        int64_t lo = bounds[g], hi = bounds[g + 1];
+        if (d && (lo < 0 || hi < lo || hi > n_keys)) {
+            PyErr_SetString(PyExc_ValueError, "bounds out of range");
+            Py_CLEAR(d);
+        }
+        for (int64_t j = lo; d && j < hi; j++) {
+            PyObject *v = keys[j] >= 0 && keys[j] < n_names ? PyLong_FromLongLong(values[j])
+                                                            : NULL;
+            if (!v && !PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "key out of range");
+            if (!v || PyDict_SetItem(d, PyList_GET_ITEM(names, keys[j]), v))
+                Py_CLEAR(d);
+            Py_XDECREF(v);
+        }
+        if (!d) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, g, d);
+    }
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&b[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run", countsim_run, METH_VARARGS, run_doc},
     {"parse_swf", countsim_parse_swf, METH_VARARGS, parse_swf_doc},
     {"make_slots", countsim_make_slots, METH_VARARGS, make_slots_doc},
+    {"join_groups", countsim_join_groups, METH_VARARGS, join_groups_doc},
+    {"group_dicts", countsim_group_dicts, METH_VARARGS, group_dicts_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -214,14 +214,10 @@ def _samples(out: dict[str, object], names: list[str]) -> list[Sample]:
         return np.frombuffer(out[key], dtype=dtype).tolist()  # type: ignore[call-overload,no-any-return]
 
     t = col("t", np.float64)
-    first = col("plot_first", np.int64)
-    acct, gpus = col("plot_acct", np.int64), col("plot_gpus", np.int64)
-    first.append(len(acct))
-    by_account: list[dict[str, int]] = [{} for _ in t]
-    keys = [names[a] for a in acct]
-    for i in np.flatnonzero(np.diff(first)).tolist():
-        lo, hi = first[i], first[i + 1]
-        by_account[i] = dict(zip(keys[lo:hi], gpus[lo:hi], strict=True))
+    acct = np.frombuffer(out["plot_acct"], dtype=np.int64)  # type: ignore[call-overload]
+    gpus = np.frombuffer(out["plot_gpus"], dtype=np.int64)  # type: ignore[call-overload]
+    first = np.frombuffer(out["plot_first"], dtype=np.int64)  # type: ignore[call-overload]
+    by_account = _countsim.group_dicts(np.append(first, len(acct)), acct, gpus, names)
     columns = {
         "t": t, "allocated_gpus": col("allocated", np.int64),
         "blocked_idle_gpus": col("idle", np.int64), "queue_len": col("queue_len", np.int64),
@@ -263,50 +259,45 @@ def node_strings(
     compress() of its node names, and "name:0-7" per node joined by ';'; ""
     for a job that never started or holds no node. `ids` holds every job's node
     ids (sorted), one job after another, need[k] of them for job k."""
-    n = len(need)
-    held = started & (need > 0)
-    bounds = np.concatenate(([0], np.cumsum(need)))
-    flat = ids.astype(np.int64)
+    held = np.where(started, need, 0)  # nodes each job holds
+    flat = ids[np.repeat(started, need)].astype(np.int64)  # the held ones, job after job
+    bounds = np.concatenate(([0], np.cumsum(held)))
+    join = _countsim.join_groups
     rng = "0" if gpn == 1 else f"0-{gpn - 1}"
-    per_node = [f"{name}:{rng}" for name in names]
-    tagged = [per_node[i] for i in flat.tolist()] if gpn else []
-    bl = bounds.tolist()
-    gpu_index = [";".join(tagged[bl[k] : bl[k + 1]]) if h and gpn else ""
-                 for k, h in enumerate(held.tolist())]  # fmt: skip
+    if gpn:
+        gpu_index = join([f"{name}:{rng}" for name in names], flat, bounds, ";")
+    else:
+        gpu_index = [""] * len(need)
     shape = _name_shape(names)
     if shape is None:  # unusual names: compress() itself, once per distinct node set
         cache: dict[tuple[int, ...], str] = {}
-        lst = flat.tolist()
+        lst, bl = flat.tolist(), bounds.tolist()
         nodelist = []
-        for k, h in enumerate(held.tolist()):
-            key = tuple(lst[bl[k] : bl[k + 1]]) if h else ()
+        for k in range(len(need)):
+            key = tuple(lst[bl[k] : bl[k + 1]])
             if key and key not in cache:
                 cache[key] = compress(names[i] for i in key)
             nodelist.append(cache[key] if key else "")
         return nodelist, gpu_index
     if not len(flat):
-        return [""] * n, gpu_index
+        return [""] * len(need), gpu_index
     head, digits, nums, tail = shape
-    # runs of consecutive numbers, never across two jobs
+    # runs of consecutive numbers, never across two jobs: "001-004", "007"
     num = np.asarray(nums, dtype=np.int64)[flat]
     brk = np.ones(len(flat), dtype=bool)
     brk[1:] = num[1:] != num[:-1] + 1
-    brk[bounds[1:-1][bounds[1:-1] < len(flat)]] = True
+    brk[bounds[:-1][held > 0]] = True
     first = np.flatnonzero(brk)
     last = np.append(first[1:], len(flat)) - 1
-    lo, hi = flat[first].tolist(), flat[last].tolist()
     word = [digits[a] if a == b else f"{digits[a]}-{digits[b]}"
-            for a, b in zip(lo, hi, strict=True)]  # fmt: skip
-    runs = np.concatenate(([0], np.cumsum(brk)))[bounds].tolist()  # jobs' first run, per job
-    nodelist = []
-    for k, h in enumerate(held.tolist()):
-        if not h:
-            nodelist.append("")
-        elif bl[k + 1] - bl[k] == 1:
-            nodelist.append(names[lo[runs[k]]])
-        else:
-            nodelist.append(f"{head}[{','.join(word[runs[k] : runs[k + 1]])}]{tail}")
-    assert len(nodelist) == n
+            for a, b in zip(flat[first].tolist(), flat[last].tolist(), strict=True)]  # fmt: skip
+    runs = np.concatenate(([0], np.cumsum(brk)))[bounds]  # each job's first run
+    inner = join(word, np.arange(len(word), dtype=np.int64), runs, ",")
+    one = flat[np.minimum(bounds[:-1], len(flat) - 1)].tolist()  # a job's first node, if any
+    nodelist = [
+        "" if c == 0 else names[i] if c == 1 else f"{head}[{w}]{tail}"
+        for c, i, w in zip(held.tolist(), one, inner, strict=True)
+    ]
     return nodelist, gpu_index
 
 
