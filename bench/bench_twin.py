@@ -35,8 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tide.sim.workload.base import SimJob
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS_SDSC = 53999
@@ -112,19 +117,44 @@ def child_twin(swf: str, backfill: str, out: str) -> None:
     print(json.dumps(stages))
 
 
-def child_general(scenario: str, policy: str) -> None:
+class _Budget(Exception):
+    pass
+
+
+def child_general(scenario: str, policy: str, budget: str) -> None:
+    """The general engine on a generated scenario: jobs fed per second of wall time.
+    With a budget (seconds, 0 = none) the run stops there and the rate is that of
+    the jobs fed so far (the engine reads the workload as simulated time goes)."""
     from tide.sim.runner import WorkloadOptions, load_inputs, run_policy
 
     inputs = load_inputs(None, scenario, None, WorkloadOptions())
-    jobs = list(inputs.jobs())
-    frozen = inputs.jobs
-    inputs.jobs = lambda: jobs  # generate once, time the simulation only
+    jobs = list(inputs.jobs())  # generate once, time the simulation only
+    limit = float(budget)
+    fed, last_t = 0, 0.0
     t0 = time.perf_counter()
-    run = run_policy(inputs, policy, inputs.config)
+
+    def feed() -> Iterator[SimJob]:
+        nonlocal fed
+        for job in jobs:
+            if limit and fed % 256 == 0 and time.perf_counter() - t0 > limit:
+                raise _Budget
+            fed += 1
+            yield job
+
+    def progress(t: float) -> None:
+        nonlocal last_t
+        last_t = t
+
+    inputs.jobs = feed
+    done = True
+    try:
+        run = run_policy(inputs, policy, inputs.config, progress=progress)
+        completed, gpus = run.metrics["jobs_completed"], run.capacity_gpus
+    except _Budget:
+        done, completed, gpus = False, -1, -1
     dt = time.perf_counter() - t0
-    inputs.jobs = frozen
-    facts = {"jobs": len(run.results), "seconds": dt, "nodes": len(inputs.cluster.nodes)}
-    facts |= {"gpus": run.capacity_gpus, "completed": run.metrics["jobs_completed"]}
+    facts = {"jobs": len(jobs), "fed": fed, "seconds": dt, "nodes": len(inputs.cluster.nodes)}
+    facts |= {"gpus": gpus, "completed": completed, "done": float(done), "virtual_t": last_t}
     print(json.dumps(facts))
 
 
@@ -185,6 +215,8 @@ def main() -> None:
     ap.add_argument("--no-pyss", action="store_true")
     ap.add_argument("--no-cli", action="store_true", help="skip the full `tide sim run` rows")
     ap.add_argument("--no-general", action="store_true", help="skip seed004 and month1000")
+    ap.add_argument("--general-budget", type=float, default=300.0,
+                    help="seconds per general-engine run (0 = to the end)")  # fmt: skip
     ap.add_argument("--modes", default="easy,conservative")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -231,13 +263,17 @@ def main() -> None:
                 _report(rows[-1])
     _summary(rows)
     if not a.no_general:
+        print()
         for scenario in ("seed004", "month1000"):
-            t = _measure([py, __file__, "--child", "general", scenario, "slurm"], 1)
+            cmd = [py, __file__, "--child", "general", scenario, "slurm", str(a.general_budget)]
+            t = _measure(cmd, 1)
             e = t.extra
-            rate = e["jobs"] / e["seconds"]
-            print(f"general engine, {scenario} ({e['nodes']:.0f} nodes, {e['gpus']:.0f} GPUs, "
-                  f"slurm policy): {e['jobs']:,.0f} jobs in {e['seconds']:.1f} s = "
-                  f"{rate:,.0f} jobs/s (peak RSS {t.rss_mb:.0f} MB)")  # fmt: skip
+            rate = e["fed"] / e["seconds"]
+            what = (f"all {e['jobs']:,.0f} jobs" if e["done"] else f"{e['fed']:,.0f} of "
+                    f"{e['jobs']:,.0f} jobs (budget; virtual day {e['virtual_t'] / 86400:.1f})")
+            head = f"general engine, {scenario} ({e['nodes']:.0f} nodes, slurm policy)"
+            print(f"{head}: {what} in {e['seconds']:.1f} s = {rate:,.0f} jobs/s, "
+                  f"peak RSS {t.rss_mb:.0f} MB")  # fmt: skip
 
 
 def _report(row: tuple[str, str, Timing]) -> None:

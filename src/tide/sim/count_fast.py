@@ -31,6 +31,7 @@ from tide.sim.count_driver import PLOT_PERIOD, nodes_needed
 from tide.sim.fastswf import SwfWorkload
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.workload.base import SimJob
+from tide.sim.workload.swf import _request
 
 try:
     from tide.sim import _countsim
@@ -97,12 +98,9 @@ def _limit(value: float | None) -> float:
 
 def _from_swf(wl: SwfWorkload, ix: ClusterIndex) -> CountInput:
     cols = wl.columns()
-    info = wl.info
     # a record's request depends on its processor count only (and the log's info)
-    from tide.sim.workload.swf import _request
-
     procs, inverse = np.unique(cols.procs, return_inverse=True)
-    need = [nodes_needed(_request(int(p), info, 1, "", ""), ix) for p in procs.tolist()]  # type: ignore[arg-type]
+    need = [nodes_needed(_request(p, wl.swf_info, 1, "", ""), ix) for p in procs.tolist()]
     n = len(cols)
     return CountInput(
         id=cols.id,
