@@ -95,7 +95,7 @@ def workloads(draw: st.DrawFn) -> tuple[int, int, list[SimJob]]:
     return nodes, gpn, jobs
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     wl=workloads(),
     backfill=st.sampled_from(["none", "easy", "conservative"]),
@@ -144,7 +144,7 @@ def test_repeated_ids_go_to_python() -> None:
 # ------------------------------------------------------------------ output helpers
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     names=st.lists(
         st.from_regex(r"[a-c]{0,2}[0-9]{1,3}(-[a-z])?|[a-z]{1,3}", fullmatch=True),
