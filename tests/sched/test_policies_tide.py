@@ -9,7 +9,7 @@ from tide.model import JobRequest, Reservation
 from tide.model.sched_config import BackfillMode, QueueOrder
 from tide.sched.index import build_index
 from tide.sched.policies import make_policy
-from tide.sched.policies.tide_policy import AGED, TidePolicy
+from tide.sched.policies.tide_policy import AGED, PROMISE, TidePolicy
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Snapshot
 from tide.sim.engine import Engine
@@ -89,6 +89,35 @@ def test_a_running_job_past_its_prediction_is_planned_to_its_limit() -> None:
     snap.now = 150  # R outlived its 100 s prediction
     d = _decide(snap)
     assert d.pending[1].planned_start == 1000
+
+
+def test_the_first_predicted_start_is_remembered() -> None:
+    d = _decide(_blocked_scene({9: 100, 2: 500}))
+    assert d.meta[1] == {PROMISE: (100, 0)}
+
+
+def _late_scene(promised: bool) -> Snapshot:
+    # at 170 R has outlived its prediction; J2 is predicted 50 s (limit 900)
+    snap = _blocked_scene({9: 100, 2: 50})
+    snap.pending[1].request.time_limit = 900
+    snap.now = 170
+    if promised:
+        snap.pending[0].meta[PROMISE] = (100.0, 0)  # J1 was promised 100: broken
+    return snap
+
+
+def test_a_broken_promise_plans_with_limits() -> None:
+    # with predictions J2 (170..220) ends before R's limit 1000 and backfills;
+    # once J1's promised start has passed, J2's limit (170..1070) would delay J1
+    assert [s.job_id for s in _decide(_late_scene(False)).starts] == [2]
+    assert _decide(_late_scene(True)).starts == []
+
+
+def test_reservations_are_exact_not_rounded() -> None:
+    snap = _blocked_scene({9: 100, 2: 500})
+    snap.config.bf_resolution = 60
+    assert _decide(snap, "slurm").pending[1].planned_start == 1021  # 1 + 17 x 60
+    assert _decide(snap).pending[1].planned_start == 100
 
 
 # -- order behind the first blocked job -----------------------------------------------

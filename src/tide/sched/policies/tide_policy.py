@@ -62,16 +62,21 @@ class TidePolicy:
         self.every_cycle = every_cycle
         self.aged = aged
         self.backfill = backfill
+        self._copies: dict[int, tuple] = {}  # planned context copies, kept between cycles
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        if snap.config.will_run_batches:  # tide plans exact earliest starts, not Slurm's batches
-            snap = replace(snap, config=replace(snap.config, will_run_batches=False))
+        if snap.config.will_run_batches or snap.config.bf_resolution != 1:
+            # tide plans exact earliest starts (not Slurm's batches, not rounded to
+            # bf_resolution): backfilling every cycle against a start rounded up
+            # would let the first blocked job's reservation slide forever
+            cfg = replace(snap.config, will_run_batches=False, bf_resolution=1)
+            snap = replace(snap, config=cfg)
         predict = self.predict and bool(snap.predicted) and not _broken_promise(snap)
         if predict:
             snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
         cyc = self.opener.open(snap, usage)
         if predict and cyc.resv is None:
-            _predicted_contexts(cyc)
+            _predicted_contexts(cyc, self._copies)
         order = _cycle._priorities(cyc)
         _cycle._main_pass(cyc, order)
         mode = BackfillMode.NONE if snap.config.backfill is BackfillMode.NONE else self.backfill
@@ -120,9 +125,10 @@ def _planned(r: Running, snap: Snapshot) -> Running:
     return Running(r.job, r.alloc, r.start, end)
 
 
-def _predicted_contexts(cyc: Cycle) -> None:
+def _predicted_contexts(cyc: Cycle, copies: dict[int, tuple]) -> None:
     """Build every pending job's context with its real limit (site rules), then
-    plan it with its predicted run time."""
+    plan it with its predicted run time. `copies` keeps the planned copies
+    between cycles: job -> (the shared context it copies, planned limit, copy)."""
     snap = cyc.snap
     for job in snap.pending:
         pred = snap.predicted.get(job.id)
@@ -130,10 +136,19 @@ def _predicted_contexts(cyc: Cycle) -> None:
             continue
         ctx = context(cyc, job)
         if ctx is not None and ctx.reason is None:  # a copy: contexts are shared
-            limit = ctx.shape.time_limit
-            shape = replace(ctx.shape, time_limit=max(1, min(limit, math.ceil(pred))))
-            ctx = replace(ctx, shape=shape)
+            limit = max(1, min(ctx.shape.time_limit, math.ceil(pred)))
+            kept = copies.get(job.id)
+            if kept is not None and kept[0] is ctx and kept[1] == limit:
+                ctx = kept[2]
+            else:
+                copy = replace(ctx, shape=replace(ctx.shape, time_limit=limit))
+                copies[job.id] = (ctx, limit, copy)
+                ctx = copy
         cyc.contexts[job.id] = ctx
+    if len(copies) > 2 * len(snap.pending) + 64:  # forget jobs that left the queue
+        alive = {j.id for j in snap.pending}
+        for jid in [j for j in copies if j not in alive]:
+            del copies[jid]
 
 
 def _sjbf(cyc: Cycle, order: list[int], aged: float) -> list[int]:
