@@ -203,17 +203,23 @@ def test_tide_beats_slurm_on_the_demo_scenario() -> None:
     from tide.sim.metrics import compute_metrics
     from tide.sim.workload.scenarios import read_scenario
 
-    metrics = {}
+    metrics, large = {}, {}
     for policy in ("slurm", "tide"):
         loaded = bundled_cluster("demo")
         out = Engine(loaded.cluster, loaded.config, policy, accounts=loaded.accounts).run(
             read_scenario("demo")
         )
         metrics[policy] = compute_metrics(out.results, out.capacity_gpus, out.samples)
+        large[policy] = [r.wait for r in out.results if r.gpus >= 32 and r.wait is not None]
     slurm, tide = metrics["slurm"], metrics["tide"]
     assert tide["jobs_completed"] == tide["jobs"]  # nobody starves for good
     assert tide["mean_wait"] < slurm["mean_wait"]
     assert tide["mean_bsld"] < slurm["mean_bsld"]
     assert tide["utilization"] > slurm["utilization"]
-    big, big_slurm = tide["wait_by_size"]["64+"], slurm["wait_by_size"]["64+"]
-    assert big["max"] <= big_slurm["max"]  # the largest jobs wait no longer
+    # The largest jobs (32+ GPUs: seven in the demo, one of them 64) wait no
+    # longer than under slurm, on average and at worst: tide keeps the first
+    # blocked job's reservation. (A single job's wait is no measure: Slurm's
+    # will-run batches move the one 64-GPU job's start by chance.)
+    assert len(large["tide"]) == len(large["slurm"]) >= 5
+    assert sum(large["tide"]) <= sum(large["slurm"])
+    assert max(large["tide"]) <= max(large["slurm"])
