@@ -270,7 +270,7 @@ def main() -> None:
             e = t.extra
             rate = e["fed"] / e["seconds"]
             what = (f"all {e['jobs']:,.0f} jobs" if e["done"] else f"{e['fed']:,.0f} of "
-                    f"{e['jobs']:,.0f} jobs (budget; virtual day {e['virtual_t'] / 86400:.1f})")
+                    f"{e['jobs']:,.0f} jobs (budget; virtual time {e['virtual_t'] / 3600:.1f} h)")
             head = f"general engine, {scenario} ({e['nodes']:.0f} nodes, slurm policy)"
             print(f"{head}: {what} in {e['seconds']:.1f} s = {rate:,.0f} jobs/s, "
                   f"peak RSS {t.rss_mb:.0f} MB")  # fmt: skip

@@ -226,14 +226,14 @@ static int submit_job(Sim *s, int64_t j, double now) {
         while (lo < hi) {
             Py_ssize_t mid = (lo + hi) / 2;
             int64_t k = s->q[mid];
-            int after; /* key(j) < key(k): j goes before k */
+            int before; /* key(j) < key(k): j goes before k */
             if (l != s->limit[k])
-                after = l < s->limit[k];
+                before = l < s->limit[k];
             else if (t != s->submit[k])
-                after = t < s->submit[k];
+                before = t < s->submit[k];
             else
-                after = s->arrival[j] < s->arrival[k];
-            if (after)
+                before = s->arrival[j] < s->arrival[k];
+            if (before)
                 hi = mid;
             else
                 lo = mid + 1;
