@@ -162,3 +162,20 @@ def test_the_preempt_scenario_tide_loses_less_work_than_priority_order() -> None
     for p in m:
         assert m[p]["jobs_completed"] == m[p]["jobs"] and m[p]["preemptions"] > 10
     assert m["tide"]["preempt_lost_gpu_hours"] < 0.5 * m["slurm"]["preempt_lost_gpu_hours"]
+
+
+def test_volcano_reclaim_ends_when_a_higher_priority_job_takes_the_freed_place() -> None:
+    # The borrower fills 16 GPUs and has a high-priority job waiting; the lender's
+    # reclaim frees 8 GPUs, which the borrower's waiting job takes first (Volcano
+    # allocates by priority). The evicted job stays out of the queue while the
+    # lender waits, so the lender's next reclaim succeeds instead of evicting
+    # the same jobs forever.
+    jobs = [sim(1, 0, 5000, 8, "low", checkpoint=300, account="borrower"),
+            sim(2, 10, 5000, 8, "low", checkpoint=300, account="borrower"),
+            sim(3, 20, 3000, 8, "high", account="borrower"),
+            sim(4, 1000, 600, 8, "normal", account="lender")]  # fmt: skip
+    out = Engine(flat_cluster(2), config(), "volcano", qos()).run(jobs)
+    r = results(out)
+    assert all(x.state == "COMPLETED" for x in r.values())
+    assert r[4].start is not None and r[4].start < 1000 + 3000
+    assert sum(x.preemptions for x in r.values()) <= 3

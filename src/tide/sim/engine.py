@@ -148,7 +148,7 @@ class Engine:
             self._push(f.time, FAIL, self.ix.pos[f.node])
         coalesce = bool(getattr(self.policy, "coalesce_ties", False))
         due = (False, False)  # a cycle owed once the events at this time are handled
-        while self.heap:
+        while self.heap or self._unpark_all():
             t, kind, _, data = heapq.heappop(self.heap)
             self.events += 1
             if kind == SUBMIT:
@@ -165,6 +165,15 @@ class Engine:
             if self.progress is not None and self.events % 4096 == 0:
                 self.progress(t)
         return self._output()
+
+    def _unpark_all(self) -> bool:
+        """The heap ran dry with victims still parked: bring them back."""
+        if not self.parked:
+            return False
+        from tide.sim.preemption import release_all
+
+        release_all(self, self.samples[-1].t if self.samples else 0.0)
+        return bool(self.heap)
 
     def _feed(self) -> None:
         """Keep exactly one not-yet-submitted job in the heap (streams the trace)."""

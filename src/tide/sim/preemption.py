@@ -15,9 +15,9 @@ The rules of the live controller (docs/preemption.md), on the virtual clock:
   time limit pushed back by the time it was suspended.
 The preemptor starts in a later cycle, once the victims' resources are free:
 every kill (and every suspension) triggers a cycle. A requeued victim is back
-in the queue only after that cycle (when its preemptor has started, or when
-none of its preemptor's victims is still in its grace), so it cannot take
-back the place it was preempted from before its preemptor does.
+in the queue once its preemptor is no longer pending (it started or left), so
+it cannot take back the place it was preempted from before its preemptor
+does; when no event is left, parked victims come back regardless.
 """
 
 from __future__ import annotations
@@ -76,13 +76,26 @@ def kill(engine: Engine, t: float, victim: int) -> bool:
 
 
 def unpark(engine: Engine, now: float) -> None:
-    """After a cycle: requeued victims whose preemptor has started, or has no
-    victim left in its grace (it had its cycle with everything released),
-    are pending again (and get a cycle of their own at once)."""
+    """After a cycle: requeued victims whose preemptor is no longer pending
+    (it started, or left the queue) are pending again (and get a cycle of
+    their own at once). While the preemptor waits they stay out: were they
+    back, a victim of higher priority could take the place it was evicted
+    from, and the preemptor would evict again, forever (Volcano's reclaim on
+    the demo scenario did). `release_all` ends the wait when nothing else can
+    happen."""
+    back = [v for v, (p, _) in engine.parked.items() if p not in engine.pending]
+    _back(engine, now, back)
+
+
+def release_all(engine: Engine, now: float) -> None:
+    """No event is left: every parked victim is pending again (its preemptor
+    could not start even with the victims gone)."""
+    _back(engine, now, list(engine.parked))
+
+
+def _back(engine: Engine, now: float, back: list[int]) -> None:
     from tide.sim.engine import WAKE
 
-    waiting = {e[0] for e in engine.preempting.values()}
-    back = [v for v, (p, _) in engine.parked.items() if p in engine.active or p not in waiting]
     for v in back:
         engine.pending[v] = engine.parked.pop(v)[1]
     if back:

@@ -53,6 +53,10 @@ def preempt_and_reclaim(policy: Any, cyc: Cycle, ctxs: Sequence[JobContext]) -> 
     allocated: dict[str, int] = {}
     for r in snap.running:
         allocated[r.job.account] = allocated.get(r.job.account, 0) + r.alloc.gpu_count
+    account_of = {c.job.id: c.job.account for c in ctxs}
+    for s in cyc.decisions.starts:  # this session's allocations count as the queue's
+        q = account_of[s.job_id]
+        allocated[q] = allocated.get(q, 0) + s.alloc.gpu_count
     usage = cyc.usage.copy()
     for ctx in waiting:
         if any(p.preemptor == ctx.job.id for p in cyc.decisions.preemptions):
@@ -86,11 +90,16 @@ def _candidates(cyc: Cycle, ctx: JobContext, action: str, deserved: dict[str, in
     for r in snap.running:
         if r.job.id in taken or r.job.state is JobState.SUSPENDED:
             continue
+        if r.start >= snap.now:  # started this very instant: evicting it can only loop
+            continue
         q = r.job.account
         if action == "preempt":
             ok = q == job.account and job_priority(r.job, snap.accounts) < prio
         else:
-            ok = q != job.account and allocated.get(q, 0) > deserved.get(q, 0)
+            # the victim's queue must stay at or above its deserved share once the
+            # victim is gone, or two queues would reclaim from each other forever
+            left = allocated.get(q, 0) - r.alloc.gpu_count
+            ok = q != job.account and left >= deserved.get(q, 0)
         if ok:
             out.append(r)
     out.sort(key=lambda r: (job_priority(r.job, snap.accounts), -r.start, r.job.id))
