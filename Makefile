@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py src/tide/sim/_countsim.c  # the C kernel is built by pip
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,server]'
+	$(BIN)/pip install -q -e '.[dev,server,ray]'
 	touch $(STAMP)
 
 .PHONY: install demo test lint bench
