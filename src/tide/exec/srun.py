@@ -347,6 +347,7 @@ class Step:
     places: list[TaskPlacement]
     tasks: list[Task] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)  # the job's config.json
 
     @property
     def name(self) -> str:
@@ -375,6 +376,18 @@ def _targets(step: Step, place: TaskPlacement, node: NodeLaunch, sinks: Sinks, c
     return out, err
 
 
+def _task_command(step: Step, node: NodeLaunch, place: TaskPlacement) -> list[str]:
+    """A task's argv. Tasks on another machine start through the executor's
+    launcher (config.json "remote_launcher", e.g. `python -m tide.exec.ray.task`):
+    srun runs that stand-in here, and it relays output, signals and the exit
+    status, so everything below treats local and remote tasks alike."""
+    launcher = step.config.get("remote_launcher")
+    if not launcher or node.node == step.config.get("local_node"):
+        return step.opts.command
+    cores = ",".join(str(c) for c in place.cores)
+    return [*launcher, node.node, cores, "--", *step.opts.command]
+
+
 def _spawn(step: Step, base_env: Mapping[str, str], sinks: Sinks) -> list[threading.Thread]:
     """Start every task; returns the label threads (started after all forks)."""
     info = StepInfo(
@@ -400,7 +413,7 @@ def _spawn(step: Step, base_env: Mapping[str, str], sinks: Sinks) -> list[thread
 
         try:
             proc = subprocess.Popen(
-                step.opts.command,
+                _task_command(step, node, place),
                 env=task_env(base_env, info, place),
                 cwd=cwd,
                 stdin=None if place.rank == 0 else subprocess.DEVNULL,
@@ -507,6 +520,7 @@ def run_step(job_dir: Path, opts: SrunOptions, environ: Mapping[str, str]) -> in
         print(f"srun: warning: {w}", file=sys.stderr, flush=True)
     step_id = jobdir.next_step_id(job_dir)
     step = Step(job_dir, spec, runtime, opts, step_id, step_nodes, counts, places)
+    step.config = jobdir.read_json(job_dir / jobdir.CONFIG) or {}
     step.record = {
         "step_id": step.step_id,
         "srun_pid": os.getpid(),
