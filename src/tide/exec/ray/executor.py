@@ -1,0 +1,330 @@
+"""RayExecutor: tide's placements carried out on the nodes of a Ray cluster.
+
+tide decides; Ray only runs. Every tide node is a Ray node, and on each one
+tide keeps a node agent (tide.exec.ray.agent): a detached, named actor
+(`tide-node-<name>` in namespace "tide") pinned there with hard node affinity
+(NodeAffinitySchedulingStrategy(soft=False)), so Ray never picks where
+anything of a job runs. A job's batch script runs under tide's own supervisor
+on its first node's agent; its srun reaches the other nodes' agents through
+tide.exec.ray.task. Ray supplies membership and health (ray.nodes()), process
+placement and the calls between them.
+
+A Ray node that dies is a node failure: its jobs are ended (the survivors'
+processes killed) and reported with reason "node_fail" and that node. The
+server marks the node DOWN first (node_changes), so --requeue jobs requeue.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from tide.exec import jobdir
+from tide.exec.base import Executor, ExitReport, LaunchSpec
+from tide.exec.ray import NAMESPACE, agent_name, require_ray
+from tide.exec.ray.cluster import RayNode, node_names, ray_nodes
+
+log = logging.getLogger("tide.exec.ray")
+HEALTH_EVERY = 1.0  # seconds between looks at Ray's node table from poll()
+
+
+def default_state_root() -> str:
+    """Where agents keep job directories on their node (local disk)."""
+    return os.path.join(tempfile.gettempdir(), f"tide-ray-{os.getuid()}")
+
+
+class RayExecutor(Executor):
+    """Run jobs on the nodes of the Ray cluster at `address` ("auto", "HOST:6379").
+
+    state_root: per-node job directories, `<state_root>/<node>/jobs/<id>`, on
+        each node's own disk.
+    checkpoint_root: `<checkpoint_root>/<job id>` is every job's checkpoint
+        directory; on a real cluster it must be shared by the nodes, since a
+        requeued job may restart elsewhere ("" = on the batch node's disk).
+    auto_health: poll() looks at Ray's node table itself; the server turns it
+        off and calls node_changes() first, so it can mark nodes DOWN before
+        their jobs' ends are collected.
+    """
+
+    def __init__(
+        self,
+        address: str = "auto",
+        *,
+        state_root: str = "",
+        checkpoint_root: str = "",
+        kill_wait: float = 30.0,
+        step_grace: float = 3.0,
+        cluster_name: str = "tide",
+        namespace: str = NAMESPACE,
+        auto_health: bool = True,
+    ) -> None:
+        self.ray = require_ray()
+        self.address = address
+        self.namespace = namespace
+        self.state_root = state_root or default_state_root()
+        self.checkpoint_root = checkpoint_root
+        self.local_opts = dict(
+            kill_wait=kill_wait, step_grace=step_grace, cluster_name=cluster_name
+        )
+        self.kill_wait = kill_wait
+        self.auto_health = auto_health
+        self._connect()
+        self._lock = threading.RLock()
+        self._agents: dict[str, Any] = {}
+        self._nodes: dict[str, RayNode] = {}
+        self._alive: set[str] = set()
+        self._checked = 0.0
+        self._jobs: dict[int, list[str]] = {}  # job -> its nodes, batch node first
+        self._failed: dict[int, str] = {}  # job -> the dead node that ended it
+        self._records: dict[int, jobdir.ExitRecord] = {}
+        self._refresh()
+        self._adopt()
+
+    def _connect(self) -> None:
+        if self.ray.is_initialized():
+            return
+        try:
+            self.ray.init(
+                address=self.address,
+                namespace=self.namespace,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                include_dashboard=False,
+            )
+        except Exception as e:  # ConnectionError and Ray's own kinds
+            raise RuntimeError(
+                f"cannot join the Ray cluster at {self.address!r}: {e}; start one with "
+                "`ray start --head` and pass its address (HOST:6379) as --ray-address"
+            ) from None
+
+    # -- nodes --------------------------------------------------------------
+
+    def _refresh(self) -> tuple[list[str], list[str]]:
+        """Re-read Ray's node table: (names that died, names that (re)joined)."""
+        nodes = node_names(ray_nodes(self.ray))
+        alive = {n for n, rn in nodes.items() if rn.alive}
+        with self._lock:
+            died = sorted(self._alive - alive)
+            joined = sorted(alive - self._alive)
+            for name in died + joined:  # a new Ray node needs a new agent
+                self._agents.pop(name, None)
+            self._nodes, self._alive = nodes, alive
+            self._checked = time.monotonic()
+        for name in died:
+            self._node_died(name)
+        return died, joined
+
+    def node_changes(self) -> tuple[list[str], list[str]]:
+        """(nodes that died, nodes that joined) since the last look."""
+        return self._refresh()
+
+    def alive_nodes(self) -> set[str]:
+        with self._lock:
+            return set(self._alive)
+
+    def _node_died(self, name: str) -> None:
+        """End every job that had `name`: its agent is gone with the node."""
+        with self._lock:
+            hit = [j for j, nodes in self._jobs.items() if name in nodes]
+            for job_id in hit:
+                self._failed.setdefault(job_id, name)
+        for job_id in hit:
+            log.warning("Ray node %s died: ending job %s", name, job_id)
+            self._end_job(job_id, grace=0.0)
+
+    def agent(self, name: str) -> Any:
+        """The node agent of tide node `name`, started on first use."""
+        with self._lock:
+            if name in self._agents:
+                return self._agents[name]
+            rn = self._nodes.get(name)
+            if rn is None or not rn.alive:
+                raise RuntimeError(f"node {name} is not a live node of the Ray cluster")
+        from tide.exec.ray.agent import NodeAgent
+        from tide.exec.ray.task import __name__ as task_module
+
+        strategy = self.ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+            node_id=rn.node_id, soft=False
+        )
+        launcher = [sys.executable, "-m", task_module, "--address", self._gcs_address()]
+        launcher += ["--namespace", self.namespace]
+        handle = (
+            self.ray.remote(NodeAgent)
+            .options(
+                name=agent_name(name),
+                namespace=self.namespace,
+                lifetime="detached",  # jobs outlive the controller
+                get_if_exists=True,
+                scheduling_strategy=strategy,
+                num_cpus=0,  # tide's allocations own the node's CPUs, not the agent
+                max_concurrency=64,  # task relays wait in task_poll
+            )
+            .remote(name, os.path.join(self.state_root, name), launcher, **self.local_opts)
+        )
+        with self._lock:
+            self._agents[name] = handle
+        return handle
+
+    def _gcs_address(self) -> str:
+        return str(self.ray.get_runtime_context().gcs_address)
+
+    def _adopt(self) -> None:
+        """After a controller restart: the jobs that live agents still run."""
+        for name in sorted(self._alive):
+            try:
+                running = self.ray.get(self.agent(name).running.remote(), timeout=60)
+            except Exception:
+                continue
+            with self._lock:
+                for job_id in running:
+                    self._jobs.setdefault(job_id, [name])
+
+    # -- Executor -----------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> None:
+        if not spec.nodes:
+            raise ValueError(f"job {spec.job_id}: LaunchSpec.nodes is empty; give it one node")
+        names = [n.node for n in spec.nodes]
+        dead = [n for n in names if n not in self.alive_nodes()]
+        if dead:
+            raise RuntimeError(f"job {spec.job_id}: node(s) {', '.join(dead)} not alive in Ray")
+        if not spec.checkpoint_dir and self.checkpoint_root:
+            spec = replace(
+                spec, checkpoint_dir=os.path.join(self.checkpoint_root, str(spec.job_id))
+            )
+        agents = [self.agent(n) for n in dict.fromkeys(names)]  # every node's agent is up
+        self.ray.get([a.info.remote() for a in agents[1:]], timeout=120)
+        self.ray.get(agents[0].launch.remote(jobdir.spec_to_json(spec)), timeout=120)
+        with self._lock:
+            self._jobs[spec.job_id] = names
+            self._failed.pop(spec.job_id, None)
+            self._records.pop(spec.job_id, None)
+
+    def _batch_agent(self, job_id: int) -> Any | None:
+        with self._lock:
+            nodes = self._jobs.get(job_id)
+            if not nodes or nodes[0] not in self._alive:
+                return None
+        return self.agent(nodes[0])
+
+    def signal(self, job_id: int, sig: int) -> None:
+        a = self._batch_agent(job_id)
+        if a is not None:
+            self.ray.get(a.signal.remote(job_id, int(sig)), timeout=60)
+
+    def cancel(self, job_id: int, grace: float = 30.0) -> None:
+        self._end_job(job_id, grace)
+
+    def _end_job(self, job_id: int, grace: float) -> None:
+        a = self._batch_agent(job_id)
+        if a is None:
+            return  # its batch node is dead: poll() reports the job
+        try:
+            self.ray.get(a.cancel.remote(job_id, float(grace)), timeout=60)
+        except Exception:
+            log.warning("cannot cancel job %s on its batch node", job_id, exc_info=True)
+
+    def poll(self) -> list[ExitReport]:
+        if self.auto_health and time.monotonic() - self._checked >= HEALTH_EVERY:
+            self._refresh()
+        reports: list[ExitReport] = []
+        for name in sorted(self.alive_nodes()):
+            try:
+                ended = self.ray.get(self.agent(name).poll.remote(), timeout=60)
+            except Exception:  # died since the last look: the next refresh says so
+                continue
+            for fields, rec in ended:
+                reports.append(self._ended(ExitReport(**fields), rec))
+        reports += self._orphans()
+        return reports
+
+    def _ended(self, report: ExitReport, rec: dict[str, Any] | None) -> ExitReport:
+        """A job's end from its batch node: tear down its other nodes' tasks."""
+        job_id = report.job_id
+        with self._lock:
+            nodes = list(self._jobs.get(job_id, []))
+            failed = self._failed.get(job_id)
+        for name in nodes[1:]:
+            if name in self.alive_nodes():
+                try:
+                    self.ray.get(self.agent(name).end_tasks.remote(job_id), timeout=60)
+                except Exception:
+                    log.warning("cannot end job %s's tasks on %s", job_id, name, exc_info=True)
+        record = jobdir.ExitRecord.from_json(rec) if rec is not None else None
+        if failed:
+            report = replace(report, reason="node_fail", node=failed)
+            if record is not None:
+                record.reason, record.node = "node_fail", failed
+                record.message = f"Ray node {failed} died"
+        if record is not None:
+            with self._lock:
+                self._records[job_id] = record
+        return report
+
+    def _orphans(self) -> list[ExitReport]:
+        """Jobs whose batch node died: nobody else will report them."""
+        with self._lock:
+            doomed = [
+                (j, nodes)
+                for j, nodes in self._jobs.items()
+                if nodes[0] not in self._alive and j not in self._records
+            ]
+        out = []
+        for job_id, nodes in doomed:
+            now = time.time()
+            failed = self._failed.get(job_id, nodes[0])
+            record = jobdir.ExitRecord(
+                job_id, 0, 9, "node_fail", failed, ended=now, message=f"Ray node {failed} died"
+            )
+            with self._lock:
+                self._records[job_id] = record
+            self._ended(record.to_report(), None)
+            out.append(record.to_report())
+        return out
+
+    def running(self) -> set[int]:
+        live: set[int] = set()
+        for name in sorted(self.alive_nodes()):
+            try:
+                live.update(self.ray.get(self.agent(name).running.remote(), timeout=60))
+            except Exception:
+                continue
+        return live
+
+    def exit_record(self, job_id: int) -> jobdir.ExitRecord | None:
+        with self._lock:
+            return self._records.get(job_id)
+
+    def forget(self, job_id: int) -> None:
+        with self._lock:
+            nodes = self._jobs.pop(job_id, [])
+            self._failed.pop(job_id, None)
+            self._records.pop(job_id, None)
+        if nodes and nodes[0] in self.alive_nodes():
+            self.ray.get(self.agent(nodes[0]).forget.remote(job_id), timeout=60)
+
+    def steps(self, job_id: int) -> list[dict[str, Any]]:
+        """The job's srun step records (kept on its batch node)."""
+        a = self._batch_agent(job_id)
+        return [] if a is None else list(self.ray.get(a.steps.remote(job_id), timeout=60))
+
+    def shutdown_agents(self) -> None:
+        """Kill every agent and what it runs (tests; jobs do not survive this)."""
+        for name in sorted(self.alive_nodes()):
+            try:
+                a = self.agent(name)
+                self.ray.get(a.shutdown.remote(), timeout=60)
+                self.ray.kill(a)
+            except Exception:
+                continue
+        with self._lock:
+            self._agents.clear()
+
+    def close(self) -> None:
+        """Jobs keep running under their agents; only this driver lets go."""
