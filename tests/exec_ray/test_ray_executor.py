@@ -28,18 +28,6 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def rc() -> Iterator[raycluster.RayTestCluster]:
-    tc = raycluster.start()
-    print(f"\nRay cluster (head + {len(tc.nodes)} nodes) up in {tc.started_in:.1f} s")
-    try:
-        ray.init(address=tc.address, namespace="tide-test", log_to_driver=False)
-        yield tc
-    finally:
-        ray.shutdown()
-        tc.cluster.shutdown()
-
-
-@pytest.fixture(scope="module")
 def ex(rc: raycluster.RayTestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     root = tmp_path_factory.mktemp("ray-exec")
     executor = RayExecutor(

@@ -14,8 +14,9 @@ server_app = typer.Typer(add_completion=False)
 
 @server_app.command(
     "server",
-    help="Run the controller: REST API, scheduling loop and local executor.\n\n"
-    "Example: tide server --data-dir ~/.tide --cluster cluster.yaml --port 6817",
+    help="Run the controller: REST API, scheduling loop and executor.\n\n"
+    "Example: tide server --data-dir ~/.tide --cluster cluster.yaml --port 6817\n\n"
+    "On a Ray cluster (docs/ray.md): tide server --executor ray --ray-address 10.0.0.1:6379",
 )
 def server(
     data_dir: Annotated[
@@ -30,8 +31,16 @@ def server(
         str, typer.Option(help="database URL (default: SQLite in DATA_DIR; or TIDE_DB)")
     ] = "",
     executor: Annotated[
-        str, typer.Option(help="'local' runs jobs here; 'none' only schedules")
+        str,
+        typer.Option(
+            help="'local' runs jobs here; 'ray' on the nodes of a Ray cluster; 'none' only "
+            "schedules"
+        ),
     ] = "local",
+    ray_address: Annotated[
+        str,
+        typer.Option(help="--executor ray: the Ray cluster to join, HOST:6379 (default: auto)"),
+    ] = "",
     bf_interval: Annotated[int | None, typer.Option(help="seconds between backfill passes")] = None,
     enforce_associations: Annotated[
         bool, typer.Option(help="reject jobs of users without an association (Slurm's enforce)")
@@ -49,6 +58,19 @@ def server(
 
     if sum(x is not None and x is not False for x in (cluster, slurm_conf, demo or None)) > 1:
         raise typer.BadParameter("give at most one of --cluster, --slurm-conf, --demo")
+    if executor not in ("local", "ray", "none"):
+        raise typer.BadParameter(f"--executor {executor!r}: use local, ray or none")
+    if ray_address and executor != "ray":
+        raise typer.BadParameter("--ray-address needs --executor ray")
+    if executor == "ray":
+        from tide.exec.ray import require_ray
+        from tide.exec.ray.executor import connect
+
+        try:  # here, so a missing ray or an unreachable cluster is one line, not a traceback
+            require_ray()
+            connect(ray_address)
+        except RuntimeError as e:
+            raise typer.BadParameter(f"--executor ray: {e}") from None
     prices: dict[str, float] = {}
     for item in price or []:
         gpu_type, sep, value = item.partition("=")
@@ -67,6 +89,7 @@ def server(
         slurm_conf=slurm_conf,
         demo=demo,
         executor=executor,
+        ray_address=ray_address,
         bf_interval=bf_interval,
         enforce_associations=enforce_associations,
         prices=prices,

@@ -25,11 +25,30 @@ def load(settings: Settings) -> ClusterSource:
 
         return _wrap(bundled_cluster("demo"), "bundled demo cluster")
     path = settings.cluster_file or settings.slurm_conf
+    if settings.executor == "ray":
+        return _ray(settings, path)
     if path is not None:
         from tide.config.loader import load_cluster
 
         return _wrap(load_cluster(path), str(path))
     return this_machine()
+
+
+def _ray(settings: Settings, path: object) -> ClusterSource:
+    """--executor ray: the Ray cluster's nodes, or a cluster file's bound to them."""
+    from tide.exec.ray.cluster import bind_cluster, cluster_from_ray, ray_nodes
+    from tide.exec.ray.executor import connect
+
+    ray = connect(settings.ray_address)
+    if path is None:
+        cluster = cluster_from_ray(ray_nodes(ray))
+        origin = f"Ray cluster at {settings.ray_address or 'auto'}"
+        return ClusterSource(cluster, SchedulerConfig(), AccountTree(), [], origin)
+    from tide.config.loader import load_cluster
+
+    src = _wrap(load_cluster(path), f"{path} on the Ray cluster")  # type: ignore[arg-type]
+    src.cluster = bind_cluster(src.cluster, ray_nodes(ray))
+    return src
 
 
 def this_machine() -> ClusterSource:

@@ -95,6 +95,16 @@ class Controller:
             self.executor = LocalExecutor(
                 s.data_dir / "exec", kill_wait=s.kill_wait, cluster_name=self.cluster.name
             )
+        elif self.executor is None and s.executor == "ray":
+            from tide.exec.ray.executor import RayExecutor
+
+            self.executor = RayExecutor(
+                s.ray_address,
+                checkpoint_root=str(s.data_dir / "exec" / "checkpoints"),
+                kill_wait=s.kill_wait,
+                cluster_name=self.cluster.name,
+                auto_health=False,  # the loop's ray_nodes.sync marks nodes DOWN first
+            )
         from tide.server.loop import SchedulingLoop
 
         self.loop = SchedulingLoop(self, self._schedule_fn)

@@ -28,6 +28,7 @@ from tide.hostlist import compress
 from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
+from tide.server import ray_nodes
 from tide.server.services import lifecycle
 from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
@@ -101,6 +102,7 @@ class SchedulingLoop:
             if self._stop.is_set():
                 return
             try:
+                ray_nodes.sync(self.ctl)  # before exits: a dead node's jobs then requeue
                 if lifecycle.collect_exits(self.ctl):
                     self._dirty = True
                 now = time.time()

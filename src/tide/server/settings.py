@@ -21,7 +21,8 @@ class Settings:
     cluster_file: Path | None = None
     slurm_conf: Path | None = None
     demo: bool = False
-    executor: str = "local"  # "local" or "none" (tests of the API alone)
+    executor: str = "local"  # "local", "ray" or "none" (tests of the API alone)
+    ray_address: str = ""  # --executor ray: the Ray cluster to join ("" = auto)
     kill_wait: float = 30.0  # KillWait: SIGTERM -> SIGKILL on cancel
     min_interval: float = 0.2  # sched_min_interval: at most 5 event passes per second
     poll_interval: float = 0.25  # how often the executor is polled for ends

@@ -34,6 +34,27 @@ log = logging.getLogger("tide.exec.ray")
 HEALTH_EVERY = 1.0  # seconds between looks at Ray's node table from poll()
 
 
+def connect(address: str = "", namespace: str = NAMESPACE) -> Any:
+    """Join the Ray cluster at `address` as a driver (once per process); returns ray."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(
+            address=address or "auto",
+            namespace=namespace,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            include_dashboard=False,
+        )
+    except Exception as e:  # ConnectionError and Ray's own kinds
+        raise RuntimeError(
+            f"cannot join the Ray cluster at {address or 'auto'!r}: {e}; start one with "
+            "`ray start --head` and pass its address (HOST:6379) as --ray-address"
+        ) from None
+    return ray
+
+
 def default_state_root() -> str:
     """Where agents keep job directories on their node (local disk)."""
     return os.path.join(tempfile.gettempdir(), f"tide-ray-{os.getuid()}")
@@ -65,7 +86,7 @@ class RayExecutor(Executor):
         auto_health: bool = True,
     ) -> None:
         self.ray = require_ray()
-        self.address = address
+        self.address = address or "auto"
         self.namespace = namespace
         self.state_root = state_root or default_state_root()
         self.checkpoint_root = checkpoint_root
@@ -87,21 +108,7 @@ class RayExecutor(Executor):
         self._adopt()
 
     def _connect(self) -> None:
-        if self.ray.is_initialized():
-            return
-        try:
-            self.ray.init(
-                address=self.address,
-                namespace=self.namespace,
-                log_to_driver=False,
-                logging_level=logging.WARNING,
-                include_dashboard=False,
-            )
-        except Exception as e:  # ConnectionError and Ray's own kinds
-            raise RuntimeError(
-                f"cannot join the Ray cluster at {self.address!r}: {e}; start one with "
-                "`ray start --head` and pass its address (HOST:6379) as --ray-address"
-            ) from None
+        connect(self.address, self.namespace)
 
     # -- nodes --------------------------------------------------------------
 
@@ -308,6 +315,12 @@ class RayExecutor(Executor):
             self._records.pop(job_id, None)
         if nodes and nodes[0] in self.alive_nodes():
             self.ray.get(self.agent(nodes[0]).forget.remote(job_id), timeout=60)
+
+    def node_failed(self, job_id: int, node: str, message: str = "") -> None:
+        """The controller says the job lost `node`: end it, reason node_fail."""
+        with self._lock:
+            self._failed.setdefault(job_id, node)
+        self._end_job(job_id, grace=0.0)
 
     def steps(self, job_id: int) -> list[dict[str, Any]]:
         """The job's srun step records (kept on its batch node)."""

@@ -1,0 +1,22 @@
+"""One real Ray cluster (head + three nodes) for every Ray test of the session:
+starting one costs ~8-12 s and ~1 GiB, so it is shared, and always shut down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import raycluster
+
+
+@pytest.fixture(scope="session")
+def rc() -> Iterator[raycluster.RayTestCluster]:
+    ray = pytest.importorskip("ray", reason="the Ray executor needs ray: pip install 'tide[ray]'")
+    tc = raycluster.start()
+    print(f"\nRay cluster (head + {len(tc.nodes)} nodes) up in {tc.started_in:.1f} s")
+    try:
+        ray.init(address=tc.address, namespace="tide-test", log_to_driver=False)
+        yield tc
+    finally:
+        ray.shutdown()
+        tc.cluster.shutdown()
