@@ -332,17 +332,27 @@ def qos_add(
     priority: Annotated[int, typer.Option()] = 0,
     usage_factor: Annotated[float, typer.Option()] = 1.0,
     preempt: Annotated[str, typer.Option(help="QOS this one may preempt, comma list")] = "",
+    preempt_mode: Annotated[
+        str, typer.Option(help="how its jobs are preempted: REQUEUE, CANCEL, SUSPEND, OFF")
+    ] = "",
+    grace_time: Annotated[int, typer.Option(help="seconds from the signal to the kill")] = 0,
+    preempt_exempt_time: Annotated[
+        int | None, typer.Option(help="seconds a job runs before it may be preempted")
+    ] = None,
     flags: Annotated[str, typer.Option()] = "",
 ) -> None:
     """Create or replace a QOS.
 
-    Example: tide admin qos add high --priority 1000 MaxTRESPerUser=gres/gpu=32
+    Example: tide admin qos add high --priority 1000 --preempt low MaxTRESPerUser=gres/gpu=32
     """
     body = {
         "name": name,
         "priority": priority,
         "usage_factor": usage_factor,
         "preempt": csv_list([preempt]),
+        "preempt_mode": preempt_mode.upper(),
+        "grace_time": grace_time,
+        "preempt_exempt_time": preempt_exempt_time,
         "flags": csv_list([flags]),
         "limits": apply_limits({}, limits),
     }

@@ -378,17 +378,29 @@ def report(
     render.report(data)
 
 
-def share(as_json: JsonOpt = False) -> None:
-    """Fair-share of every account and user (sshare -l style): shares, usage, factor.
+def share(
+    quota: Annotated[bool, typer.Option("--quota", help="only the quota table")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fair-share of every account and user (sshare -l style): shares, usage, factor;
+    then, when the cluster has quotas, per account and cohort and GPU type: nominal,
+    in use, borrowed and lent GPUs ([name] = a cohort).
 
-    Example: tide share
+    Example: tide share --quota
     """
     with api() as c:
-        rows = c.get("/v1/share")["rows"]
+        data = c.get("/v1/share")
     if as_json:
-        print_json(rows)
+        print_json(data.get("quotas", []) if quota else data)
         return
-    render.share(rows)
+    if not quota:
+        render.share(data["rows"])
+    if data.get("quotas"):
+        if not quota:
+            print()
+        render.quotas(data["quotas"])
+    elif quota:
+        print("no quotas: the cluster file has no `quotas:` section (docs/preemption.md)")
 
 
 def prio(
@@ -534,6 +546,19 @@ def notify_running(
     Example: srun --ntasks=1 tide notify running
     """
     _notify("tasks_running", None, job)
+
+
+@notify_app.command("checkpoint")
+def notify_checkpoint(
+    step: Annotated[int | None, typer.Argument(help="training step saved (optional)")] = None,
+    job: Annotated[str | None, typer.Option(help="default: $SLURM_JOB_ID")] = None,
+) -> None:
+    """Report a completed checkpoint: a preemption or a failure after it loses only
+    the work done since.
+
+    Example: tide notify checkpoint 1200
+    """
+    _notify("checkpoint", step, job)
 
 
 _COMMANDS = [

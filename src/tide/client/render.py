@@ -131,6 +131,9 @@ ACCT_FIELDS: dict[str, Any] = {
     "gpuseconds": ("GPUSeconds", lambda r, n: int(r["gpu_seconds"] + _live_gpu_s(r, n))),
     "gpuhours": ("GPUHours", lambda r, n: f"{(r['gpu_seconds'] + _live_gpu_s(r, n)) / 3600:.2f}"),
     "restarts": ("Restarts", lambda r, n: r["restarts"]),
+    "preemptions": ("Preemptions", lambda r, n: r.get("preemptions") or 0),
+    "preemptor": ("Preemptor", lambda r, n: r.get("preempted_by") or ""),
+    "lostgpuseconds": ("LostGPUSeconds", lambda r, n: f"{r.get('lost_gpu_seconds') or 0:.0f}"),
     "reason": ("Reason", lambda r, n: r["reason"]),
     "priority": ("Priority", lambda r, n: int(r["priority"] or 0)),
 }
@@ -278,6 +281,22 @@ def share(rows: list[dict[str, Any]]) -> None:
     )
 
 
+def quotas(rows: list[dict[str, Any]]) -> None:
+    """Kueue-style quotas: one line per account (then cohort) and GPU type."""
+
+    def lim(v: int | None) -> str:
+        return "-" if v is None else str(v)
+
+    out = [
+        [r["name"] if r["kind"] == "account" else f"[{r['name']}]", r["cohort"] or "-",
+         r["gpu_type"] or "any", r["nominal"], r["in_use"], r["borrowed"], r["lent"],
+         lim(r["borrowing_limit"]), lim(r["lending_limit"])]
+        for r in rows
+    ]  # fmt: skip
+    table(["Account", "Cohort", "GpuType", "Nominal", "InUse", "Borrowed", "Lent",
+           "BorrowLimit", "LendLimit"], out, right={3, 4, 5, 6, 7, 8})  # fmt: skip
+
+
 def prio(rows: list[dict[str, Any]]) -> None:
     out = [
         [
@@ -371,6 +390,7 @@ def show_job(j: dict[str, Any], now: float) -> None:
         f" GPUSeconds={int(j['gpu_seconds'] + _live_gpu_s(j, now))}",
         f"   WorkDir={j['workdir']} SubmitDir={j['submit_dir']}",
     ]
+    lines.extend(_preemption_lines(j.get("preemption")))
     if j.get("planned_start") and j["state"] == "PENDING":
         lines.append(
             f"   PlannedStart={timestamp(j['planned_start'])} "
@@ -396,6 +416,21 @@ def show_job(j: dict[str, Any], now: float) -> None:
             f"{h['reason']} ({h['actor']})"
         )
     sys.stdout.write("\n".join(lines) + "\n\n")
+
+
+def _preemption_lines(p: dict[str, Any] | None) -> list[str]:
+    """scontrol-style fields of the job's last preemption (docs/preemption.md)."""
+    if not p:
+        return []
+    return [
+        f"   Preemptor={p['preemptor']} PreemptTime={timestamp(p['time'])} "
+        f"PreemptMode={p['mode']} Preemptions={p['count']} PreemptPhase={p['phase']}",
+        f"   LostGPUSeconds={p['lost_gpu_seconds']:.0f} "
+        f"TotalLostGPUSeconds={(p['total_lost_gpu_seconds'] or 0):.0f} "
+        f"LastCheckpoint={timestamp(p['last_checkpoint'])} "
+        f"SuspendedSeconds={(p['suspended_seconds'] or 0):.0f}",
+        f"   PreemptReason={p['reason']}",
+    ]
 
 
 def now() -> float:

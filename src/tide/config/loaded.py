@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tide.model import AccountTree, Cluster
+from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 
 
@@ -15,8 +16,9 @@ class LoadedCluster:
     accounts: AccountTree
     warnings: list[str] = field(default_factory=list)
     source: str = ""  # what was loaded (a path or "bundled:NAME"), for messages
+    quotas: QuotaTree | None = None  # Kueue-style quotas (YAML `quotas:`); None = none
 
     def same_model(self, other: LoadedCluster) -> bool:
-        """Equal cluster, config and accounts (warnings and source aside)."""
-        return (self.cluster, self.config, self.accounts) == (
-            other.cluster, other.config, other.accounts)
+        """Equal cluster, config, accounts and quotas (warnings and source aside)."""
+        return (self.cluster, self.config, self.accounts, self.quotas) == (
+            other.cluster, other.config, other.accounts, other.quotas)

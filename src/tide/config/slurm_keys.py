@@ -21,6 +21,7 @@ ClusterName SchedulerType SchedulerParameters PriorityType PriorityWeightAge
 PriorityWeightFairshare PriorityWeightJobSize PriorityWeightPartition PriorityWeightQOS
 PriorityWeightAssoc PriorityWeightTRES PriorityDecayHalfLife PriorityMaxAge PriorityFavorSmall
 PriorityFlags TopologyPlugin SelectType SelectTypeParameters PreemptType PreemptMode
+PreemptExemptTime
 """)
 
 # Kept silently: no effect on what runs where or when.
@@ -66,7 +67,7 @@ NOT_MODELLED = _words("""
 AccountingStorageEnforce DefCpuPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode
 DependencyParameters EnforcePartLimits FairShareDampeningFactor JobRequeue Licenses
 MaxArraySize MaxBatchRequeue MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxTasksPerNode
-OverTimeLimit PreemptExemptTime PreemptParameters PriorityParameters
+OverTimeLimit PreemptParameters PriorityParameters
 PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityUsageResetPeriod RequeueExit
 RequeueExitHold ResvOverRun SchedulerTimeSlice TopologyParam
 """)

@@ -28,12 +28,12 @@ from tide.model import Node, Partition
 _KNOWN = {
     "partitionname", "nodes", "default", "maxtime", "defaulttime", "maxnodes", "minnodes",
     "prioritytier", "priorityjobfactor", "priority", "allowaccounts", "allowqos",
-    "oversubscribe", "shared", "state", "preemptmode", "requeue",
+    "oversubscribe", "shared", "state", "preemptmode", "requeue", "gracetime",
 }
 _NOT_MODELLED = {
     "allocnodes", "allowgroups", "alternate", "cpubind", "defcpupergpu", "defmempercpu",
     "defmempergpu", "defmempernode", "denyaccounts", "denyqos", "disablerootjobs",
-    "exclusiveuser", "exclusivetopo", "gracetime", "hidden", "lln", "maxcpuspernode",
+    "exclusiveuser", "exclusivetopo", "hidden", "lln", "maxcpuspernode",
     "maxcpuspersocket", "maxmempercpu", "maxmempernode", "overtimelimit", "powerdownonidle",
     "qos", "reqresv", "resumetimeout", "rootonly", "selecttypeparameters", "suspendtime",
     "suspendtimeout", "tresbillingweights",
@@ -194,6 +194,8 @@ def _build(name: str, attrs: dict[str, tuple[str, str]], loc: Loc) -> Partition:
         part.preempt_mode = check_preempt_mode("PreemptMode", v, loc)
     if (v := get("requeue")) is not None:
         part.requeue = to_bool("Requeue", v, loc)
+    if (v := get("gracetime")) is not None:  # slurm.conf(5): seconds
+        part.grace_time = to_int("GraceTime", v, loc)
     return part
 
 

@@ -136,6 +136,13 @@ def _preempt_mode(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Wa
     cfg.preempt_mode = check_preempt_mode(key, value, loc)
 
 
+def _exempt_time(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Warnings) -> None:
+    """Checked here, kept in `extra` as written: the core reads it from there
+    (tide.sched.preempt_rules.Rules), as the YAML's scheduler.extra does."""
+    to_time(key, value, loc)
+    cfg.extra["PreemptExemptTime"] = value
+
+
 def check_preempt_mode(key: str, value: str, loc: Loc) -> str:
     parts = [p.upper() for p in split_list(value)]
     bad = [p for p in parts if p not in _PREEMPT_MODES]
@@ -162,4 +169,5 @@ _HANDLERS: dict[str, Callable[[str, str, Loc, SchedulerConfig, Warnings], None]]
     "selecttypeparameters": _list_field("select_type_parameters"),
     "preempttype": _str_field("preempt_type"),
     "preemptmode": _preempt_mode,
+    "preemptexempttime": _exempt_time,
 }

@@ -17,6 +17,7 @@ from tide.config.values import Loc
 from tide.config.yaml_accounts import build_accounts
 from tide.config.yaml_locate import Locator, key_line
 from tide.config.yaml_nodes import build_nodes
+from tide.config.yaml_quotas import build_quotas
 from tide.config.yaml_schema import ClusterSpec, PartitionSpec, SchedulerSpec, TopologySpec
 from tide.hostlist import HostlistError, expand
 from tide.model import Block, Cluster, Node, Partition, Switch, Topology, TopologyKind
@@ -104,7 +105,8 @@ class _Builder:
         topology = self._topology(self.spec.topology, config, nodes)
         cluster = Cluster(self.spec.name, nodes, partitions, topology)
         accounts = build_accounts(self.spec, self.fail)
-        return LoadedCluster(cluster, config, accounts, list(self.warn), self.file)
+        quotas = build_quotas(self.spec.quotas, accounts, self.fail)
+        return LoadedCluster(cluster, config, accounts, list(self.warn), self.file, quotas)
 
     def _partitions(self, nodes: list[Node]) -> list[Partition]:
         known = {n.name for n in nodes}
@@ -198,7 +200,7 @@ def _partition(p: PartitionSpec, members: tuple[str, ...]) -> Partition:
         priority_tier=p.priority_tier, priority_job_factor=p.priority_job_factor,
         allow_accounts=tuple(p.allow_accounts), allow_qos=tuple(p.allow_qos),
         oversubscribe=p.oversubscribe.upper(), state=p.state.upper(),
-        preempt_mode=p.preempt_mode.upper(), requeue=p.requeue,
+        preempt_mode=p.preempt_mode.upper(), requeue=p.requeue, grace_time=p.grace_time,
     )
 
 

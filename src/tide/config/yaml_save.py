@@ -15,6 +15,7 @@ from tide.config.durations import format_duration
 from tide.config.links import describe_links
 from tide.config.loaded import LoadedCluster
 from tide.config.yaml_nodes import build_gpus
+from tide.config.yaml_quotas import save_quotas
 from tide.config.yaml_schema import GpuSpec
 from tide.hostlist import compress, expand, index_ranges
 from tide.model import Account, AccountTree, Cluster, Gpu, Limits, Node, Qos, UserAssoc
@@ -30,6 +31,7 @@ def save_yaml(loaded: LoadedCluster) -> str:
                            "partitions": _partitions(c), "topology": _topology(c),
                            "scheduler": _scheduler(loaded.config)}
     doc.update(_accounts(loaded.accounts, c.name))
+    doc.update(save_quotas(loaded.quotas))
     return HEADER + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100,
                               allow_unicode=True)
 
@@ -165,6 +167,8 @@ def _partitions(c: Cluster) -> list[dict[str, Any]]:
             d["preempt_mode"] = p.preempt_mode
         if p.requeue is not None:
             d["requeue"] = p.requeue
+        if p.grace_time:
+            d["grace_time"] = format_duration(p.grace_time)
         out.append(d)
     return out
 

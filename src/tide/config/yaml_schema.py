@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from tide.config.durations import parse_duration
 from tide.config.values import tres_name
+from tide.config.yaml_quotas import QuotasSpec
 from tide.hostlist import HostlistError, expand, parse_index_ranges
 from tide.model import NodeState, TopologyKind
 from tide.model.sched_config import BackfillMode, QueueOrder
@@ -163,6 +164,7 @@ class PartitionSpec(Spec):
     state: str = "UP"
     preempt_mode: Annotated[str, _word("ON", "OFF")] = ""
     requeue: bool | None = None
+    grace_time: Seconds = 0  # GraceTime: seconds a preempted job gets (partition_prio)
 
 
 class WeightsSpec(Spec):
@@ -265,3 +267,4 @@ class ClusterSpec(Spec):
     accounts: dict[str, AccountSpec] = {}
     users: list[UserSpec] = []
     qos: dict[str, QosSpec] = {}
+    quotas: QuotasSpec | None = None  # Kueue-style quotas and cohorts (yaml_quotas)

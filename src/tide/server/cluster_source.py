@@ -6,6 +6,7 @@ import socket
 from dataclasses import dataclass, field
 
 from tide.model import AccountTree, Cluster, Partition
+from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.server.settings import Settings
 
@@ -17,6 +18,7 @@ class ClusterSource:
     accounts: AccountTree
     warnings: list[str] = field(default_factory=list)
     origin: str = ""
+    quotas: QuotaTree | None = None  # Kueue-style quotas (cluster YAML `quotas:`)
 
 
 def load(settings: Settings) -> ClusterSource:
@@ -79,4 +81,5 @@ def _wrap(loaded: object, origin: str) -> ClusterSource:
         accounts=loaded.accounts,  # type: ignore[attr-defined]
         warnings=list(loaded.warnings),  # type: ignore[attr-defined]
         origin=origin,
+        quotas=getattr(loaded, "quotas", None),
     )

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tide.exec.base import Executor
 from tide.model import AccountTree, Cluster, Reservation
+from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.server import cluster_source
 from tide.server.auth import Authenticator
@@ -53,6 +54,7 @@ class Controller:
         self.sessions: sessionmaker[Session] = None  # type: ignore[assignment]
         self.cluster: Cluster = Cluster()
         self.config = SchedulerConfig()
+        self.quotas: QuotaTree | None = None  # Kueue-style quotas, from the cluster file
         self.origin = ""
         self.warnings: list[str] = []
         self.tree = AccountTree()
@@ -83,6 +85,7 @@ class Controller:
         event.listen(self.sessions, "after_rollback", self._after_rollback)
         src = cluster_source.load(s)
         self.cluster, self.config, self.origin = src.cluster, src.config, src.origin
+        self.quotas = src.quotas
         self.warnings = src.warnings
         if s.bf_interval is not None:
             self.config = replace(self.config, bf_interval=s.bf_interval)

@@ -29,7 +29,7 @@ from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server import ray_nodes
-from tide.server.services import lifecycle
+from tide.server.services import lifecycle, preemption
 from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -105,6 +105,8 @@ class SchedulingLoop:
                 ray_nodes.sync(self.ctl)  # before exits: a dead node's jobs then requeue
                 if lifecycle.collect_exits(self.ctl):
                     self._dirty = True
+                if self._preemption_tick():
+                    self._dirty = True
                 now = time.time()
                 if now - self._last_probe >= PROBE_EVERY:
                     self._last_probe = now
@@ -125,6 +127,15 @@ class SchedulingLoop:
                 self.stats.last_error = f"{type(e).__name__}: {e}"
                 log.exception("scheduling pass failed")
                 time.sleep(min(1.0, s.poll_interval))
+
+    def _preemption_tick(self) -> bool:
+        """Kills after a grace, resumes, unparking (services.preemption); a
+        failure here must not cost the scheduling pass."""
+        try:
+            return preemption.tick(self.ctl, time.time())
+        except Exception:
+            log.exception("preemption timers failed")
+            return False
 
     # --- one pass ----------------------------------------------------------------
 
@@ -217,6 +228,8 @@ class SchedulingLoop:
             with ThreadPoolExecutor(max_workers=LAUNCH_WORKERS) as pool:
                 for job_id, alloc, partition in launched:
                     pool.submit(self._launch, job_id, alloc, partition, snap)
+        if preemption.apply(ctl, d, now):  # victims signalled; a kill may be due at once
+            self._wake.set()
         return len(launched)
 
     def _write_pending(self, s: Any, loaded: Loaded, d: Decisions) -> None:

@@ -41,7 +41,7 @@ class UpdateBody(BaseModel):
 
 
 class NotifyBody(BaseModel):
-    event: str = Field("step", description="'step' or 'tasks_running'")
+    event: str = Field("step", description="'step', 'tasks_running' or 'checkpoint'")
     step: int | None = Field(None, description="training step number for 'step'")
 
 
@@ -84,6 +84,7 @@ class QosBody(BaseModel):
     preempt: list[str] = Field(default_factory=list)
     preempt_mode: str = ""
     grace_time: int = 0
+    preempt_exempt_time: int | None = Field(None, description="seconds; none = no exemption")
     usage_factor: float = 1.0
     flags: list[str] = Field(default_factory=list)
 

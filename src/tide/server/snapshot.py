@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from tide.model import Job, JobRequest, JobState
 from tide.sched.cycle import UNLIMITED
 from tide.sched.types import Allocation, Running, Snapshot
+from tide.server.services import preemption
 from tide.store import codec
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
@@ -254,20 +255,27 @@ def load(ctl: Any, active: ActiveJobs, now: float, backfill: bool, full: bool = 
         pending = [e.job for e in entries.values() if e.meta.state == "PENDING"]
         running = [e.running for e in entries.values() if e.running is not None]
         finished = _finished(s, pending)
+        marks = preemption.read_marks(s)
     pending.sort(key=lambda j: j.id)
     running.sort(key=lambda r: r.job.id)
+    # victims in their grace, suspended or parked (docs/preemption.md)
+    states = {j: e.meta.state for j, e in entries.items()}
+    shaped = preemption.shape(marks, states, pending, running, now)
     with ctl.lock:
         snap = Snapshot(
             cluster=ctl.live_cluster(),
             config=ctl.config,
             now=now,
-            pending=pending,
-            running=running,
+            pending=shaped.pending,
+            running=shaped.running,
             accounts=ctl.tree,
             usage=dict(ctl.usage),
             reservations=list(ctl.reservations),
             finished=finished,
             backfill=backfill,
+            last_checkpoint=shaped.last_checkpoint,
+            preempting=shaped.preempting,
+            quotas=ctl.quotas,
         )
     return Loaded(snap, {j: e.meta for j, e in entries.items()}, entries)
 

@@ -42,6 +42,9 @@ QUEUE_COLUMNS = (
     "exit_signal",
     "restarts",
     "gpu_seconds",
+    "preemptions",
+    "preempted_by",
+    "lost_gpu_seconds",
 )
 
 
@@ -84,6 +87,7 @@ def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow])
             "cancel_requested": row.cancel_requested,
             "warnings": json.loads(row.warnings or "[]"),
             "phases": phases(row),
+            "preemption": preemption(row),
             "history": [
                 {
                     "time": row.submit_time,
@@ -107,6 +111,27 @@ def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow])
         }
     )
     return d
+
+
+def preemption(row: JobRow) -> dict[str, Any] | None:
+    """The last preemption of the job (scontrol's Preemptor... fields), None if never.
+    `lost_gpu_seconds` is the estimate at the decision until the kill, then the
+    work really lost (GPUs x seconds since the last checkpoint)."""
+    if not row.preemptions:
+        return None
+    return {
+        "preemptor": row.preempted_by,
+        "reason": row.preempt_reason,
+        "time": row.preempt_time,
+        "mode": row.preempt_mode,
+        "phase": row.preempt_phase or "done",
+        "kill_at": row.preempt_kill_at,
+        "lost_gpu_seconds": row.preempt_lost,
+        "count": row.preemptions,
+        "total_lost_gpu_seconds": row.lost_gpu_seconds,
+        "suspended_seconds": row.suspended_seconds,
+        "last_checkpoint": row.last_checkpoint,
+    }
 
 
 def phases(row: JobRow) -> dict[str, Any]:

@@ -58,6 +58,7 @@ def qos_from_row(q: QosRow) -> Qos:
         preempt=uncsv(q.preempt),
         preempt_mode=q.preempt_mode,
         grace_time=q.grace_time,
+        preempt_exempt_time=q.preempt_exempt_time,
         usage_factor=q.usage_factor,
         flags=uncsv(q.flags),
     )
@@ -165,6 +166,7 @@ def put_qos(session: Session, q: Qos) -> None:
             preempt=csv(q.preempt),
             preempt_mode=q.preempt_mode,
             grace_time=q.grace_time,
+            preempt_exempt_time=q.preempt_exempt_time,
             usage_factor=q.usage_factor,
             flags=csv(q.flags),
         )

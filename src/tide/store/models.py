@@ -74,6 +74,21 @@ class JobRow(Base):
     stdout_path: Mapped[str] = mapped_column(Text, default="")
     stderr_path: Mapped[str] = mapped_column(Text, default="")
     warnings: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
+    # preemption (tide.server.services.preemption; docs/preemption.md)
+    last_checkpoint: Mapped[float | None] = mapped_column(Float, nullable=True)
+    preempted_by: Mapped[int | None] = mapped_column(Integer, nullable=True)  # last preemptor
+    preempt_reason: Mapped[str] = mapped_column(Text, default="")
+    preempt_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    preempt_mode: Mapped[str] = mapped_column(String(16), default="")
+    # "" | "grace" (signalled, killed at preempt_kill_at) | "suspended" |
+    # "parked" (requeued, kept out of the queue while its preemptor waits)
+    preempt_phase: Mapped[str] = mapped_column(String(16), default="", index=True)
+    preempt_kill_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    preempt_lost: Mapped[float] = mapped_column(Float, default=0.0)  # GPU-s, last preemption
+    lost_gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # over all preemptions
+    preemptions: Mapped[int] = mapped_column(Integer, default=0)
+    suspended_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    preempt_eligible: Mapped[float | None] = mapped_column(Float, nullable=True)  # kept age
 
 
 JOBS: Table = JobRow.__table__  # type: ignore[assignment]  # for Core bulk statements
@@ -183,6 +198,7 @@ class QosRow(Base):
     preempt: Mapped[str] = mapped_column(Text, default="")
     preempt_mode: Mapped[str] = mapped_column(String(32), default="")
     grace_time: Mapped[int] = mapped_column(Integer, default=0)
+    preempt_exempt_time: Mapped[int | None] = mapped_column(Integer, nullable=True)
     usage_factor: Mapped[float] = mapped_column(Float, default=1.0)
     flags: Mapped[str] = mapped_column(Text, default="")
 

@@ -15,9 +15,10 @@ router = APIRouter(prefix="/v1", tags=["reports"])
 Who = Annotated[Principal, Depends(who)]
 
 
-@router.get("/share", summary="Fair-share tree (sshare -l)")
+@router.get("/share", summary="Fair-share tree (sshare -l) and quotas per account and cohort")
 def share(request: Request, p: Who) -> dict[str, Any]:
-    return {"rows": svc.share(ctl_of(request))}
+    ctl = ctl_of(request)
+    return {"rows": svc.share(ctl), "quotas": svc.quota_share(ctl)}
 
 
 @router.get("/priority", summary="Priority factors of pending jobs (sprio)")

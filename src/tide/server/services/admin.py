@@ -233,6 +233,7 @@ def put_qos(ctl: Any, body: QosBody) -> dict[str, Any]:
         preempt=tuple(body.preempt),
         preempt_mode=body.preempt_mode,
         grace_time=body.grace_time,
+        preempt_exempt_time=body.preempt_exempt_time,
         usage_factor=body.usage_factor,
         flags=tuple(body.flags),
     )

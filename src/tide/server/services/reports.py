@@ -20,6 +20,22 @@ def share(ctl: Any) -> list[dict[str, Any]]:
     return [asdict(r) for r in sshare_rows(tree, usage)]
 
 
+def quota_share(ctl: Any) -> list[dict[str, Any]]:
+    """Kueue-style quota per account and cohort and GPU type: nominal, in use,
+    borrowed, lent (tide.sched.quota.share_rows); [] without quotas."""
+    if ctl.quotas is None:
+        return []
+    from tide.sched.quota import share_rows
+
+    with ctl.sessions() as s:
+        entries = ctl.active.refresh(s, time.time(), wait=False)
+    running = [e.running for e in entries.values() if e.running is not None]
+    types = {g.type for n in ctl.cluster.nodes for g in n.gpus}
+    with ctl.lock:
+        tree = ctl.tree
+    return [asdict(r) for r in share_rows(ctl.quotas, running, tree, sorted(types))]
+
+
 def priorities(
     ctl: Any, who: Principal, job_ids: list[str], users: list[str]
 ) -> list[dict[str, Any]]:
