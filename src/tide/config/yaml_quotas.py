@@ -37,7 +37,9 @@ def _gpus(value: Any) -> dict[str, int]:
     out = {}
     for k, v in value.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ValueError(f"GPU type {k}: {v!r} is not a whole number of GPUs >= 0")
+            kind = f" of type {k}" if k not in (None, "", "any", "*") else ""
+            raise ValueError(f"{v!r} GPUs{kind} is not a whole number of GPUs >= 0; "
+                             "write a count such as 4 or {a100: 4}")  # fmt: skip
         out["" if k in (None, "any", "*") else str(k)] = v
     return out
 
