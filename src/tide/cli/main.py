@@ -6,28 +6,37 @@ import sys
 
 import typer
 
-from tide.cli import jobs as jobs_cli
-from tide.cli.admin import admin_app
-from tide.cli.server import server_app
-
 app = typer.Typer(
     name="tide",
     help="tide: a GPU-cluster workload manager.\n\nExample: tide sim compare --scenario demo",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-# Everyday commands (`tide queue`, `tide sbatch`, ...) must start fast: when one of
-# them is what runs, the twin and cluster tools (numpy, the core, YAML schemas)
-# are not imported at all.
-if not (len(sys.argv) > 1 and sys.argv[1] in jobs_cli.FAST_COMMANDS):
-    from tide.cli.cluster import cluster_app
+_FIRST = sys.argv[1] if len(sys.argv) > 1 else ""
+
+if _FIRST == "sim":
+    # `tide sim ...` replays run as one process per replay (benchmarks time them whole):
+    # only the twin's commands are loaded, not the client, server and cluster tools.
     from tide.cli.sim import sim_app
 
-    app.add_typer(cluster_app, name="cluster")
     app.add_typer(sim_app, name="sim")
-app.registered_commands += server_app.registered_commands  # `tide server`
-jobs_cli.register(app)  # sbatch, queue, cancel, show, acct, nodes, ...
-app.add_typer(admin_app, name="admin")
+else:
+    from tide.cli import jobs as jobs_cli
+    from tide.cli.admin import admin_app
+    from tide.cli.server import server_app
+
+    # Everyday commands (`tide queue`, `tide sbatch`, ...) must start fast: when one of
+    # them is what runs, the twin and cluster tools (numpy, the core, YAML schemas)
+    # are not imported at all.
+    if _FIRST not in jobs_cli.FAST_COMMANDS:
+        from tide.cli.cluster import cluster_app
+        from tide.cli.sim import sim_app
+
+        app.add_typer(cluster_app, name="cluster")
+        app.add_typer(sim_app, name="sim")
+    app.registered_commands += server_app.registered_commands  # `tide server`
+    jobs_cli.register(app)  # sbatch, queue, cancel, show, acct, nodes, ...
+    app.add_typer(admin_app, name="admin")
 
 
 if __name__ == "__main__":  # pragma: no cover

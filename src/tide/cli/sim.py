@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tide.config.errors import ConfigError
 from tide.sim.faults import Fault, read_faults
 from tide.sim.runner import (
     SCENARIOS,
@@ -24,7 +23,6 @@ from tide.sim.runner import (
     write_comparison,
     write_policy_outputs,
 )
-from tide.sim.workload import WorkloadError
 
 sim_app = typer.Typer(
     help="Digital twin: replay workloads under several policies.", no_args_is_help=True
@@ -78,7 +76,7 @@ def _inputs(
 ) -> SimInputs:
     try:
         return load_inputs(workload, scenario, cluster or slurm_conf, opts)
-    except (WorkloadError, ConfigError, ValueError) as e:
+    except ValueError as e:  # WorkloadError, ConfigError and the readers' own
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(1) from None
 

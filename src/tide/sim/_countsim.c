@@ -1051,12 +1051,149 @@ static PyObject *countsim_group_dicts(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* -- jobs.csv: rows of text from columns (tide.sim.outputs.write_jobs_csv) ---------- */
+
+/* outputs.fmt(x, decimals) for a float: "" when not finite; an integral value
+ * as its integer; else "%.*f" with trailing zeros, then a trailing '.', cut;
+ * "-0" and "" become "0". printf and Python's format both round the exact
+ * binary value correctly (half to even), so the digits are Python's. */
+static int put_fixed(Buf *b, double x, int decimals) {
+    char tmp[512];
+    int n;
+    if (!isfinite(x))
+        return 0;
+    if (decimals > 0 && fabs(x) < 4611686018427387904.0 && trunc(x) == x) {
+        n = snprintf(tmp, sizeof tmp, "%lld", (long long)x); /* -0.0 -> "0" */
+        return buf_put(b, tmp, (size_t)n);
+    }
+    n = snprintf(tmp, sizeof tmp, "%.*f", decimals, x);
+    if (n < 0 || n >= (int)sizeof tmp)
+        return -1;
+    while (n > 0 && tmp[n - 1] == '0')
+        n--;
+    while (n > 0 && tmp[n - 1] == '.')
+        n--;
+    if (n == 0 || (n == 2 && tmp[0] == '-' && tmp[1] == '0'))
+        return buf_put(b, "0", 1);
+    return buf_put(b, tmp, (size_t)n);
+}
+
+/* csv.writer's QUOTE_MINIMAL: a field holding one of `special` is quoted, its
+ * quote characters doubled. */
+static int put_field(Buf *b, const char *p, Py_ssize_t len, const char *special) {
+    int quote = 0;
+    for (Py_ssize_t i = 0; i < len && !quote; i++)
+        quote = p[i] != 0 && strchr(special, p[i]) != NULL;
+    if (!quote)
+        return buf_put(b, p, (size_t)len);
+    if (buf_put(b, "\"", 1))
+        return -1;
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (buf_put(b, p + i, 1) || (p[i] == '"' && buf_put(b, "\"", 1)))
+            return -1;
+    return buf_put(b, "\"", 1);
+}
+
+PyDoc_STRVAR(csv_rows_doc,
+"csv_rows(columns, kinds, special, decimals) -> bytes\n\n"
+"The rows of a CSV file, UTF-8, ',' between fields and '\\n' after each row.\n"
+"kinds[c] says what columns[c] is: 's' a list of str (quoted when it holds one of\n"
+"the characters of `special`), 'i' an int64 array, 'f' a float64 array written as\n"
+"tide.sim.outputs.fmt(x, decimals) writes it. All columns have the same length.");
+
+static PyObject *countsim_csv_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *columns;
+    const char *kinds, *special;
+    int decimals;
+    if (!PyArg_ParseTuple(args, "O!ssi", &PyTuple_Type, &columns, &kinds, &special, &decimals))
+        return NULL;
+    Py_ssize_t nc = PyTuple_GET_SIZE(columns), rows = -1;
+    if ((Py_ssize_t)strlen(kinds) != nc) {
+        PyErr_SetString(PyExc_ValueError, "kinds: one letter per column");
+        return NULL;
+    }
+    Py_buffer *views = calloc((size_t)(nc ? nc : 1), sizeof(Py_buffer));
+    char *held = calloc((size_t)(nc ? nc : 1), 1);
+    PyObject *out = NULL;
+    Buf b = {0};
+    if (!views || !held) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        PyObject *col = PyTuple_GET_ITEM(columns, c);
+        Py_ssize_t len;
+        if (kinds[c] == 's') {
+            if (!PyList_Check(col)) {
+                PyErr_Format(PyExc_TypeError, "column %zd: want a list of str", c);
+                goto done;
+            }
+            len = PyList_GET_SIZE(col);
+        } else if (kinds[c] == 'i' || kinds[c] == 'f') {
+            if (get_buffer(col, &views[c], "column", kinds[c] == 'f' ? 'd' : 'q', -1))
+                goto done;
+            held[c] = 1;
+            len = views[c].len / 8;
+        } else {
+            PyErr_Format(PyExc_ValueError, "kinds: unknown kind %c", kinds[c]);
+            goto done;
+        }
+        if (rows >= 0 && len != rows) {
+            PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+            goto done;
+        }
+        rows = len;
+    }
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        for (Py_ssize_t c = 0; c < nc; c++) {
+            if (c && buf_put(&b, ",", 1))
+                goto nomem;
+            if (kinds[c] == 's') {
+                PyObject *v = PyList_GET_ITEM(PyTuple_GET_ITEM(columns, c), r);
+                Py_ssize_t len;
+                const char *p = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+                if (!p) {
+                    if (!PyErr_Occurred())
+                        PyErr_Format(PyExc_TypeError, "column %zd row %zd: want a str", c, r);
+                    goto done;
+                }
+                if (put_field(&b, p, len, special))
+                    goto nomem;
+            } else if (kinds[c] == 'i') {
+                char tmp[32];
+                int n = snprintf(tmp, sizeof tmp, "%lld",
+                                 (long long)((const int64_t *)views[c].buf)[r]);
+                if (buf_put(&b, tmp, (size_t)n))
+                    goto nomem;
+            } else if (put_fixed(&b, ((const double *)views[c].buf)[r], decimals)) {
+                goto nomem;
+            }
+        }
+        if (buf_put(&b, "\n", 1))
+            goto nomem;
+    }
+    out = bytes_of(b.data, b.len);
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    for (Py_ssize_t c = 0; views && c < nc; c++)
+        if (held[c])
+            PyBuffer_Release(&views[c]);
+    free(views);
+    free(held);
+    free(b.data);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run", countsim_run, METH_VARARGS, run_doc},
     {"parse_swf", countsim_parse_swf, METH_VARARGS, parse_swf_doc},
     {"make_slots", countsim_make_slots, METH_VARARGS, make_slots_doc},
     {"join_groups", countsim_join_groups, METH_VARARGS, join_groups_doc},
     {"group_dicts", countsim_group_dicts, METH_VARARGS, group_dicts_doc},
+    {"csv_rows", countsim_csv_rows, METH_VARARGS, csv_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,6 +30,7 @@ from tide.sched.index import ClusterIndex
 from tide.sim.count_driver import PLOT_PERIOD, nodes_needed
 from tide.sim.fastswf import SwfWorkload
 from tide.sim.metrics import JobResult, Sample
+from tide.sim.table import Placement, ResultTable, Timeline
 from tide.sim.workload.base import SimJob
 from tide.sim.workload.swf import _request
 
@@ -63,13 +64,54 @@ class CountInput:
     qos: list[str]  # request.qos or "normal"
 
 
-@dataclass(slots=True)
 class CountRun:
-    results: list[JobResult]  # by job id
-    samples: list[Sample]
-    account_seconds: dict[str, float]
-    events: int
-    cycles: int
+    """A count-driver run: results and timeline as columns (tide.sim.table), or
+    as the JobResults and Samples the Python driver writes; each form is built
+    from the other on first use."""
+
+    def __init__(
+        self,
+        results: list[JobResult] | ResultTable,
+        samples: list[Sample] | Timeline,
+        account_seconds: dict[str, float],
+        events: int,
+        cycles: int,
+    ) -> None:
+        self._results = None if isinstance(results, ResultTable) else results
+        self._table = results if isinstance(results, ResultTable) else None
+        self._samples = None if isinstance(samples, Timeline) else samples
+        self._timeline = samples if isinstance(samples, Timeline) else None
+        self.account_seconds = account_seconds
+        self.events = events
+        self.cycles = cycles
+
+    @property
+    def results(self) -> list[JobResult]:  # by job id
+        if self._results is None:
+            assert self._table is not None
+            self._results = self._table.to_results()
+        return self._results
+
+    @property
+    def table(self) -> ResultTable:
+        if self._table is None:
+            assert self._results is not None
+            self._table = ResultTable.from_results(self._results)
+        return self._table
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            assert self._timeline is not None
+            self._samples = self._timeline.to_samples()
+        return self._samples
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            assert self._samples is not None
+            self._timeline = Timeline.from_samples(self._samples)
+        return self._timeline
 
 
 def count_input(source: Iterable[SimJob], ix: ClusterIndex) -> CountInput:
@@ -145,14 +187,13 @@ def simulate(
     ids = np.frombuffer(out["ids"], dtype=np.int32)
     seconds = np.frombuffer(out["acct_seconds"], dtype=np.float64).tolist()
     order = np.frombuffer(out["acct_order"], dtype=np.int64).tolist()
-    with _gc_paused():
-        return CountRun(
-            results=_results(inp, start, start + runlen, cap, ids, gpn, partition, ix),
-            samples=_samples(out, names),
-            account_seconds={names[a]: seconds[a] for a in order},
-            events=int(out["events"]),
-            cycles=int(out["cycles"]),
-        )
+    return CountRun(
+        results=_results(inp, start, start + runlen, cap, ids, gpn, partition, ix),
+        samples=_timeline(out, names),
+        account_seconds={names[a]: seconds[a] for a in order},
+        events=int(out["events"]),
+        cycles=int(out["cycles"]),
+    )
 
 
 @contextmanager
@@ -177,29 +218,43 @@ def _results(
     gpn: int,
     partition: str,
     ix: ClusterIndex,
-) -> list[JobResult]:
+) -> ResultTable:
     n = len(inp.id)
     started = ~np.isnan(start)
     code = np.where(started, np.where(inp.duration > cap, 2, 1), 0)
-    nodelist, gpu_index = node_strings(ix.names, gpn, ids, inp.need, started)
+    held = np.where(started, inp.need, 0)  # nodes each job holds
+    flat = ids[np.repeat(started, inp.need)].astype(np.int64)  # the held ones, job after job
+    bounds = np.concatenate(([0], np.cumsum(held)))
+    with _gc_paused():
+        nodelist, gpu_index = node_strings(ix.names, gpn, ids, inp.need, started)
+    name, user, account, qos = inp.name, inp.user, inp.account, inp.qos
+    submit, need, job_id = inp.submit, inp.need, inp.id
     order = None if n < 2 or bool((np.diff(inp.id) > 0).all()) else np.argsort(inp.id)
     if order is not None:  # results go by job id
         started, code, start, end = started[order], code[order], start[order], end[order]
-    pick = (lambda xs: xs) if order is None else _picker(order)
-    starts, ends = start.tolist(), end.tolist()
-    for k in np.flatnonzero(~started).tolist():
-        starts[k] = ends[k] = None
-    submit = pick(inp.submit.tolist())
-    need = pick(inp.need.tolist())
+        submit, need, job_id = submit[order], need[order], job_id[order]
+        pick = _picker(order)
+        name, user, account, qos = pick(name), pick(user), pick(account), pick(qos)
+        nodelist, gpu_index = pick(nodelist), pick(gpu_index)
+        flat, bounds = _regroup(flat, bounds, order)
     state = ("PENDING", COMPLETED, TIMEOUT)
-    columns = {
-        "job_id": pick(inp.id.tolist()), "name": pick(inp.name), "user": pick(inp.user),
-        "account": pick(inp.account), "partition": partition, "qos": pick(inp.qos),
-        "gpus": [k * gpn for k in need], "nodes": need, "submit": submit, "eligible": submit,
-        "start": starts, "end": ends, "state": [state[c] for c in code.tolist()],
-        "nodelist": pick(nodelist), "gpu_index": pick(gpu_index),
-    }  # fmt: skip
-    return make_many(JobResult, columns, n)
+    placement = Placement(list(ix.names), flat, bounds, np.full(len(flat), gpn, dtype=np.int64))
+    return ResultTable.build(
+        n, job_id=job_id, name=name, user=user, account=account, partition=partition, qos=qos,
+        gpus=need * gpn, nodes=need, submit=submit, eligible=submit, start=start, end=end,
+        state=[state[c] for c in code.tolist()], nodelist=nodelist, gpu_index=gpu_index,
+        placement=placement,
+    )  # fmt: skip
+
+
+def _regroup(
+    flat: np.ndarray, bounds: np.ndarray, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Job k's segment flat[bounds[k]:bounds[k+1]], the jobs taken in `order`."""
+    lens = np.diff(bounds)[order]
+    new_bounds = np.concatenate(([0], np.cumsum(lens)))
+    idx = np.repeat(bounds[:-1][order] - new_bounds[:-1], lens) + np.arange(new_bounds[-1])
+    return flat[idx], new_bounds
 
 
 def _picker(order: np.ndarray) -> Callable[[list], list]:  # type: ignore[type-arg]
@@ -207,21 +262,29 @@ def _picker(order: np.ndarray) -> Callable[[list], list]:  # type: ignore[type-a
     return lambda xs: [xs[k] for k in idx]
 
 
-def _samples(out: dict[str, object], names: list[str]) -> list[Sample]:
-    def col(key: str, dtype: type) -> list:  # type: ignore[type-arg]
-        return np.frombuffer(out[key], dtype=dtype).tolist()  # type: ignore[call-overload,no-any-return]
+def _timeline(out: dict[str, object], names: list[str]) -> Timeline:
+    def col(key: str, dtype: type) -> np.ndarray:
+        return np.frombuffer(out[key], dtype=dtype)  # type: ignore[call-overload,no-any-return]
 
-    t = col("t", np.float64)
-    acct = np.frombuffer(out["plot_acct"], dtype=np.int64)  # type: ignore[call-overload]
-    gpus = np.frombuffer(out["plot_gpus"], dtype=np.int64)  # type: ignore[call-overload]
-    first = np.frombuffer(out["plot_first"], dtype=np.int64)  # type: ignore[call-overload]
-    by_account = _countsim.group_dicts(np.append(first, len(acct)), acct, gpus, names)
-    columns = {
-        "t": t, "allocated_gpus": col("allocated", np.int64),
-        "blocked_idle_gpus": col("idle", np.int64), "queue_len": col("queue_len", np.int64),
-        "by_account": by_account,
-    }  # fmt: skip
-    return make_many(Sample, columns, len(t))
+    acct = col("plot_acct", np.int64)
+    tl = Timeline(
+        t=col("t", np.float64), allocated=col("allocated", np.int64),
+        blocked_idle=col("idle", np.int64), queue=col("queue_len", np.int64),
+        first=np.append(col("plot_first", np.int64), len(acct)), account=acct,
+        gpus=col("plot_gpus", np.int64), names=names,
+    )  # fmt: skip
+    return tl  # in the driver's order, as CountDriver.samples (metrics sort by time)
+
+
+def per_account_dicts(
+    first: np.ndarray, account: np.ndarray, gpus: np.ndarray, names: list[str]
+) -> list[dict[str, int]]:
+    """One dict per sample: {names[account[i]]: gpus[i] for i in first[k]:first[k+1]}."""
+    if _countsim is not None:
+        c = [np.ascontiguousarray(x, dtype=np.int64) for x in (first, account, gpus)]
+        return _countsim.group_dicts(c[0], c[1], c[2], names)  # type: ignore[no-any-return]
+    a, g, b = account.tolist(), gpus.tolist(), first.tolist()
+    return [{names[a[i]]: g[i] for i in range(b[k], b[k + 1])} for k in range(len(b) - 1)]
 
 
 def make_many(cls: type[T], columns: dict[str, Any], n: int) -> list[T]:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tide.sim.table import ResultTable, Timeline
 
 BSLD_TAU = 10.0  # seconds: the bounded-slowdown floor on run time (pyss, SC'15)
 SIZE_CLASSES: tuple[tuple[str, int, int | None], ...] = (
@@ -83,26 +86,41 @@ def as_samples(timeline: Iterable[Sample | Sequence[Any]]) -> list[Sample]:
     return sorted(out, key=lambda s: s.t)  # stable: equal times keep write order
 
 
-def integrate(samples: Sequence[Sample], t0: float, t1: float) -> dict[str, Any]:
+def integrate(
+    samples: Sequence[Sample] | Timeline, t0: float, t1: float, accounts: bool = True
+) -> dict[str, Any]:
     """Time integrals over [t0, t1] of the step functions the samples define
-    (each value holds until the next sample; the last holds until t1)."""
-    acc = {"allocated": 0.0, "blocked_idle": 0.0, "queue": 0.0}
+    (each value holds until the next sample; the last holds until t1). Sums
+    run in sample order, term by term. `accounts=False` skips by_account."""
+    from tide.sim.table import Timeline, seq_sum
+
+    tl = samples if isinstance(samples, Timeline) else Timeline.from_samples(samples)
+    tl = tl.in_time_order()
+    t = tl.t
+    nxt = np.append(t[1:], t1) if len(t) else t
+    dt = np.minimum(nxt, t1) - np.maximum(t, t0)
+    live = dt > 0
+    dtl = dt[live]
+    out: dict[str, Any] = {
+        "allocated": seq_sum(tl.allocated[live] * dtl),
+        "blocked_idle": seq_sum(tl.blocked_idle[live] * dtl),
+        "queue": seq_sum(tl.queue[live] * dtl),
+    }
     by_account: dict[str, float] = {}
-    for i, s in enumerate(samples):
-        nxt = samples[i + 1].t if i + 1 < len(samples) else t1
-        dt = min(nxt, t1) - max(s.t, t0)
-        if dt <= 0:
-            continue
-        acc["allocated"] += s.allocated_gpus * dt
-        acc["blocked_idle"] += s.blocked_idle_gpus * dt
-        acc["queue"] += s.queue_len * dt
-        for a, g in s.by_account.items():
-            by_account[a] = by_account.get(a, 0.0) + g * dt
-    return {**acc, "by_account": by_account}
+    if accounts and len(tl.account):
+        sample = np.repeat(np.arange(len(t)), np.diff(tl.first))
+        keep = live[sample]
+        terms = (tl.gpus[keep] * dt[sample[keep]]).tolist()
+        names = tl.names
+        for a, x in zip(tl.account[keep].tolist(), terms, strict=True):
+            name = names[a]
+            by_account[name] = by_account.get(name, 0.0) + x
+    out["by_account"] = by_account
+    return out
 
 
-def _stats(values: Sequence[float]) -> dict[str, float | None]:
-    if not values:
+def _stats(values: Sequence[float] | np.ndarray) -> dict[str, float | None]:
+    if len(values) == 0:
         return {"mean": None, "p50": None, "p95": None, "p99": None, "max": None}
     x = np.asarray(values, dtype=float)
     p50, p95, p99 = np.percentile(x, [50, 95, 99], method="linear")
@@ -122,46 +140,58 @@ def jain(values: Sequence[float]) -> float | None:
 
 
 def compute_metrics(
-    records: Iterable[JobResult],
+    records: Iterable[JobResult] | ResultTable,
     capacity_gpus: int,
-    timeline: Iterable[Sample | Sequence[Any]] = (),
+    timeline: Iterable[Sample | Sequence[Any]] | Timeline = (),
     target_shares: Mapping[str, float] | None = None,
     account_gpu_seconds: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """All twin metrics for one run (docs/twin-metrics.md). The engine passes
     `account_gpu_seconds` (exact per-account integrals it keeps as it runs);
-    the timeline's by_account is then only used for plots."""
-    jobs = list(records)
-    samples = as_samples(timeline)
-    started = [j for j in jobs if j.start is not None]
-    done = [j for j in started if j.end is not None]
-    t0 = min((j.submit for j in jobs), default=0.0)
+    the timeline's by_account is then only used for plots. Records and
+    timeline may come as columns (tide.sim.table), as the count driver gives them."""
+    from tide.sim.table import ResultTable, Timeline, seq_sum
+
+    tab = records if isinstance(records, ResultTable) else ResultTable.from_results(records)
+    tl = (timeline if isinstance(timeline, Timeline) else Timeline.from_samples(timeline))
+    tl = tl.in_time_order()
+    n = len(tab)
+    started = tab.started
+    done = started & ~np.isnan(tab.end)
+    t0 = float(tab.submit.min()) if n else 0.0
     # the window ends at the last end, or later if the engine sampled later (it writes a
     # sample when it stops, e.g. with deadlocked gangs still holding GPUs)
-    t1 = max([j.end for j in done if j.end is not None] + [samples[-1].t if samples else t0])
+    last = float(tl.t[-1]) if len(tl) else t0
+    t1 = max(float(tab.end[done].max()), last) if done.any() else last
     span = max(0.0, t1 - t0)
     area = capacity_gpus * span
-    held = sum(j.held_idle_gpu_seconds for j in jobs)
-    lost = sum(j.lost_gpu_seconds for j in jobs)
-    integ = integrate(samples, t0, t1)
-    if samples:
+    held = seq_sum(tab.held_idle_gpu_seconds)
+    lost = seq_sum(tab.lost_gpu_seconds)
+    exact = account_gpu_seconds is not None
+    integ = integrate(tl, t0, t1, accounts=not exact)
+    run = tab.run[done]
+    by_account: dict[str, float]
+    if len(tl):
         allocated, by_account = integ["allocated"], integ["by_account"]
     else:  # no timeline: from the records (exact without restarts)
-        allocated = sum(j.gpus * (j.run or 0.0) for j in done) + held
+        allocated = seq_sum(tab.gpus[done] * run) + held
         by_account = {}
-        for j in done:
-            by_account[j.account] = by_account.get(j.account, 0.0) + j.gpus * (j.run or 0.0)
+        if not exact:
+            accts = [a for a, d in zip(tab.account, done.tolist(), strict=True) if d]
+            for a, x in zip(accts, (tab.gpus[done] * run).tolist(), strict=True):
+                by_account[a] = by_account.get(a, 0.0) + x
     if account_gpu_seconds is not None:
         by_account = dict(account_gpu_seconds)
-    waits = [j.wait for j in started if j.wait is not None]
-    w = _stats(waits)
-    bsld = [bounded_slowdown(j.wait or 0.0, j.run or 0.0) for j in done]
-    flow = [(j.wait or 0.0) + (j.run or 0.0) for j in done]
+    wait = tab.wait
+    w = _stats(wait[started])
+    wd = wait[done]
+    bsld = np.maximum(1.0, (wd + run) / np.maximum(BSLD_TAU, run))
+    flow = wd + run
     return {
-        "jobs": len(jobs),
-        "jobs_completed": sum(j.state == "COMPLETED" for j in jobs),
-        "jobs_deadlocked": sum(j.deadlocked for j in jobs),
-        "jobs_never_started": len(jobs) - len(started),
+        "jobs": n,
+        "jobs_completed": tab.state.count("COMPLETED"),
+        "jobs_deadlocked": int(tab.deadlocked.sum()),
+        "jobs_never_started": n - int(started.sum()),
         "capacity_gpus": capacity_gpus,
         "utilization": allocated / area if area > 0 else None,
         "effective_utilization": (allocated - held - lost) / area if area > 0 else None,
@@ -170,30 +200,42 @@ def compute_metrics(
         "p95_wait": w["p95"],
         "p99_wait": w["p99"],
         "max_wait": w["max"],
-        "mean_bsld": float(np.mean(bsld)) if bsld else None,
-        "mean_flow": float(np.mean(flow)) if flow else None,
+        "mean_bsld": float(np.mean(bsld)) if len(bsld) else None,
+        "mean_flow": float(np.mean(flow)) if len(flow) else None,
         "makespan": span,
         "held_idle_gpu_hours": held / 3600,
         "lost_gpu_hours": lost / 3600,
-        "fragmentation": integ["blocked_idle"] / area if area > 0 and samples else None,
-        "fairness": fairness(jobs, by_account, target_shares),
-        "topology": topology(started),
-        "wait_by_size": wait_by_size(started),
-        **preemption(jobs),
+        "fragmentation": integ["blocked_idle"] / area if area > 0 and len(tl) else None,
+        "fairness": _fairness(sorted(set(tab.account)), by_account, target_shares),
+        "topology": _topology(tab, started),
+        "wait_by_size": _wait_by_size(tab.gpus[started], wait[started]),
+        **_preemption(tab),
     }
+
+
+def _table(jobs: Sequence[JobResult]) -> ResultTable:
+    from tide.sim.table import ResultTable
+
+    return ResultTable.from_results(jobs)
 
 
 def preemption(jobs: Sequence[JobResult]) -> dict[str, Any]:
     """Preemptions, the work they threw away, and how long reclaiming lent
     quota took (submit to first start of the jobs that needed it)."""
-    latency = [j.start - j.submit for j in jobs if j.needed_reclaim and j.start is not None]
-    s = _stats(latency)
+    return _preemption(_table(jobs))
+
+
+def _preemption(tab: ResultTable) -> dict[str, Any]:
+    from tide.sim.table import seq_sum
+
+    pick = tab.needed_reclaim & tab.started
+    s = _stats(tab.start[pick] - tab.submit[pick])
     return {
-        "preemptions": sum(j.preemptions for j in jobs),
-        "preempted_jobs": sum(j.preemptions > 0 for j in jobs),
-        "preempt_lost_gpu_hours": sum(j.preempt_lost_gpu_seconds for j in jobs) / 3600,
+        "preemptions": int(tab.preemptions.sum()),
+        "preempted_jobs": int((tab.preemptions > 0).sum()),
+        "preempt_lost_gpu_hours": seq_sum(tab.preempt_lost_gpu_seconds) / 3600,
         "reclaim_latency": {
-            "jobs": len(latency), "mean": s["mean"], "p50": s["p50"], "p95": s["p95"],
+            "jobs": int(pick.sum()), "mean": s["mean"], "p50": s["p50"], "p95": s["p95"],
             "max": s["max"],
         },
     }
@@ -205,7 +247,12 @@ def fairness(
     target_shares: Mapping[str, float] | None,
 ) -> dict[str, Any]:
     """Achieved vs target share over the accounts that submitted jobs."""
-    demand = sorted({j.account for j in jobs})
+    return _fairness(sorted({j.account for j in jobs}), gpu_seconds, target_shares)
+
+
+def _fairness(
+    demand: list[str], gpu_seconds: Mapping[str, float], target_shares: Mapping[str, float] | None
+) -> dict[str, Any]:
     if target_shares is None:
         raw = {a: 1.0 for a in demand}
     else:
@@ -225,14 +272,21 @@ def fairness(
 
 def topology(started: Sequence[JobResult]) -> dict[str, Any]:
     """Leaf switches per multi-node job (jobs with leaf_switches 0 had no tree)."""
-    multi = [j for j in started if j.nodes > 1 and j.leaf_switches > 0]
-    if not multi:
+    tab = _table(started)
+    return _topology(tab, np.ones(len(tab), dtype=bool))
+
+
+def _topology(tab: ResultTable, started: np.ndarray) -> dict[str, Any]:
+    multi = started & (tab.nodes > 1) & (tab.leaf_switches > 0)
+    count = int(multi.sum())
+    if not count:
         return {"multi_node_jobs": 0, "mean_leaf_switches": None, "on_fewest_leaves": None}
-    best = sum(j.leaf_switches <= max(1, j.min_leaf_switches) for j in multi)
+    leaves = tab.leaf_switches[multi]
+    best = int((leaves <= np.maximum(1, tab.min_leaf_switches[multi])).sum())
     return {
-        "multi_node_jobs": len(multi),
-        "mean_leaf_switches": sum(j.leaf_switches for j in multi) / len(multi),
-        "on_fewest_leaves": best / len(multi),
+        "multi_node_jobs": count,
+        "mean_leaf_switches": int(leaves.sum()) / count,
+        "on_fewest_leaves": best / count,
     }
 
 
@@ -243,14 +297,29 @@ def size_class(gpus: int) -> str:
     return SIZE_CLASSES[0][0]
 
 
+def size_classes(gpus: np.ndarray) -> np.ndarray:
+    """size_class for each entry, as an index into SIZE_CLASSES."""
+    out = np.zeros(len(gpus), dtype=np.int64)  # in no class: the first (as size_class)
+    free = np.ones(len(gpus), dtype=bool)
+    for k, (_, lo, hi) in enumerate(SIZE_CLASSES):
+        inside = free & (gpus >= lo) if hi is None else free & (gpus >= lo) & (gpus <= hi)
+        out[inside] = k
+        free &= ~inside
+    return out
+
+
 def wait_by_size(started: Sequence[JobResult]) -> dict[str, dict[str, Any]]:
-    groups: dict[str, list[float]] = {name: [] for name, _, _ in SIZE_CLASSES}
-    for j in started:
-        if j.wait is not None:
-            groups[size_class(j.gpus)].append(j.wait)
+    tab = _table(started)
+    ok = tab.started
+    return _wait_by_size(tab.gpus[ok], tab.wait[ok])
+
+
+def _wait_by_size(gpus: np.ndarray, waits: np.ndarray) -> dict[str, dict[str, Any]]:
+    cls = size_classes(gpus)
     out: dict[str, dict[str, Any]] = {}
-    for name, waits in groups.items():
-        s = _stats(waits)
-        out[name] = {"jobs": len(waits), "mean": s["mean"], "p50": s["p50"],
+    for k, (name, _, _) in enumerate(SIZE_CLASSES):
+        w = waits[cls == k]
+        s = _stats(w)
+        out[name] = {"jobs": len(w), "mean": s["mean"], "p50": s["p50"],
                      "p95": s["p95"], "max": s["max"]}  # fmt: skip
     return out

@@ -20,9 +20,9 @@ import numpy as np
 
 from tide.hostlist import HostlistError, expand, parse_index_ranges
 from tide.model import Cluster
-from tide.sim.metrics import SIZE_CLASSES, JobResult, Sample, as_samples, compute_metrics
-from tide.sim.metrics import size_class as class_of
+from tide.sim.metrics import SIZE_CLASSES, JobResult, Sample, compute_metrics, size_classes
 from tide.sim.svg import PALETTE, Chart, Series, heat_strip, legend
+from tide.sim.table import Placement, ResultTable, Timeline
 
 SECTIONS = (
     ("metrics", "Metrics"),
@@ -36,17 +36,40 @@ SECTIONS = (
 @dataclass
 class RunData:
     """One policy's run: per-job results, the engine's timeline (optional:
-    rebuilt from the results when empty), metrics (computed when None)."""
+    rebuilt from the results when empty), metrics (computed when None).
+    Results and timeline may be objects or columns (tide.sim.table)."""
 
-    results: list[JobResult]
+    results: list[JobResult] | ResultTable
     capacity_gpus: int
-    timeline: list[Sample] = field(default_factory=list)
+    timeline: list[Sample] | Timeline = field(default_factory=list)
     metrics: dict[str, Any] | None = None
     target_shares: Mapping[str, float] | None = None
     cluster: Cluster | None = None
 
 
 # ---------------------------------------------------------------- series
+
+
+def sparse_step_bins(
+    ts: np.ndarray, pos: np.ndarray, vals: np.ndarray, edges: np.ndarray
+) -> np.ndarray:
+    """step_bins(ts, v, edges) for v zero but at the (rising) indices pos, where
+    v[pos] = vals: the same numbers (the zeros add nothing to the running sums),
+    without the dense v."""
+    if len(ts) == 0:
+        return np.zeros(len(edges) - 1)
+    inner = pos < len(ts) - 1  # step_bins weighs v[:-1]
+    cum = np.concatenate([[0.0], np.cumsum(vals[inner] * np.diff(ts)[pos[inner]])])
+    k = np.searchsorted(ts, edges, side="right") - 1
+    kk = np.clip(k, 0, None)
+    before = cum[np.searchsorted(pos[inner], kk, side="left")]  # cum of the dense v at kk
+    here = np.zeros(len(kk))  # the dense v at kk
+    if len(pos):
+        j = np.minimum(np.searchsorted(pos, kk, side="left"), len(pos) - 1)
+        hit = pos[j] == kk
+        here[hit] = vals[j[hit]]
+    at = np.where(k < 0, 0.0, before + here * (edges - ts[kk]))
+    return np.diff(at) / np.diff(edges)
 
 
 def step_bins(ts: np.ndarray, vals: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -89,16 +112,24 @@ class _Run:
     name: str
     color: str
     data: RunData
-    samples: list[Sample]
+    table: ResultTable
+    timeline: Timeline
     metrics: dict[str, Any]
 
 
 def _prepare(runs: Mapping[str, RunData]) -> list[_Run]:
     out = []
     for i, (name, d) in enumerate(runs.items()):
-        samples = as_samples(d.timeline) if d.timeline else timeline_from_results(d.results)
-        m = d.metrics or compute_metrics(d.results, d.capacity_gpus, d.timeline, d.target_shares)
-        out.append(_Run(name, PALETTE[i % len(PALETTE)], d, samples, m))
+        table = d.results if isinstance(d.results, ResultTable) else ResultTable.from_results(
+            d.results)  # fmt: skip
+        if len(d.timeline):
+            tl = d.timeline if isinstance(d.timeline, Timeline) else Timeline.from_samples(
+                d.timeline)  # fmt: skip
+        else:
+            rs = d.results if isinstance(d.results, list) else table.to_results()
+            tl = Timeline.from_samples(timeline_from_results(rs))
+        m = d.metrics or compute_metrics(table, d.capacity_gpus, d.timeline, d.target_shares)
+        out.append(_Run(name, PALETTE[i % len(PALETTE)], d, table, tl.in_time_order(), m))
     return out
 
 
@@ -187,9 +218,8 @@ def _util_queue(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) ->
     x0, x1 = edges[0] / unit, edges[-1] / unit
     util, queue = [], []
     for r in runs:
-        ts = np.array([s.t for s in r.samples], dtype=float)
-        alloc = np.array([s.allocated_gpus for s in r.samples], dtype=float)
-        q = np.array([s.queue_len for s in r.samples], dtype=float)
+        ts, alloc = r.timeline.t, r.timeline.allocated.astype(float)
+        q = r.timeline.queue.astype(float)
         cap = max(1, r.data.capacity_gpus)
         util.append(
             Series(r.name, r.color, mids, (100 * step_bins(ts, alloc, edges) / cap).tolist())
@@ -204,10 +234,10 @@ def _util_queue(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) ->
 
 
 def _cdf_points(
-    waits: list[float], total: int, limit: int = 400
+    waits: Sequence[float] | np.ndarray, total: int, limit: int = 400
 ) -> tuple[list[float], list[float]]:
     """Step CDF of the waits over `total` jobs (never-started jobs keep it below 1)."""
-    if not waits:
+    if len(waits) == 0:
         return [], []
     w = np.sort(np.maximum(np.asarray(waits, dtype=float), 1.0))
     idx = np.unique(np.linspace(0, len(w) - 1, min(limit, len(w))).astype(int))
@@ -219,17 +249,19 @@ def _cdf_points(
 
 
 def _wait_cdf(runs: list[_Run]) -> str:
-    waits: dict[str, dict[str, list[float]]] = {
-        r.name: {c: [] for c, _, _ in SIZE_CLASSES} for r in runs
-    }
-    totals = {r.name: dict.fromkeys(waits[r.name], 0) for r in runs}
+    waits: dict[str, dict[str, np.ndarray]] = {}
+    totals: dict[str, dict[str, int]] = {}
     for r in runs:
-        for j in r.data.results:
-            c = class_of(j.gpus)
-            totals[r.name][c] += 1
-            if j.wait is not None:
-                waits[r.name][c].append(j.wait)
-    top = max([max(v, default=1.0) for d in waits.values() for v in d.values()] + [10.0])
+        cls = size_classes(r.table.gpus)
+        started = r.table.started
+        wait = r.table.wait
+        waits[r.name], totals[r.name] = {}, {}
+        for k, (c, _, _) in enumerate(SIZE_CLASSES):
+            mine = cls == k
+            totals[r.name][c] = int(mine.sum())
+            waits[r.name][c] = wait[mine & started]
+    top = max([float(v.max()) if len(v) else 1.0 for d in waits.values() for v in d.values()]
+              + [10.0])  # fmt: skip
     x1 = 10 ** math.ceil(math.log10(top * 1.01))
     charts = []
     for c, _, _ in SIZE_CLASSES:
@@ -246,17 +278,18 @@ def _wait_cdf(runs: list[_Run]) -> str:
 
 def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str:
     mids = ((edges[:-1] + edges[1:]) / 2 / unit).tolist()
-    accounts = sorted({a for r in runs for s in r.samples for a in s.by_account})
+    series_of = [r.timeline.account_series() for r in runs]
+    accounts = sorted({a for s in series_of for a in s})
     targets = _dig(runs[0].metrics, "fairness.accounts") or {}
+    den = [step_bins(r.timeline.t, r.timeline.allocated.astype(float), edges) for r in runs]
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     charts = []
     for a in accounts:
         series = []
-        for r in runs:
-            ts = np.array([s.t for s in r.samples], dtype=float)
-            mine = np.array([s.by_account.get(a, 0) for s in r.samples], dtype=float)
-            alloc = np.array([s.allocated_gpus for s in r.samples], dtype=float)
-            num, den = step_bins(ts, mine, edges), step_bins(ts, alloc, edges)
-            ys = [100 * n / d if d > 0 else None for n, d in zip(num, den, strict=True)]
+        for r, by_acct, d_all in zip(runs, series_of, den, strict=True):
+            pos, gpus = by_acct.get(a, empty)
+            num = sparse_step_bins(r.timeline.t, pos, gpus.astype(float), edges)
+            ys = [100 * n / d if d > 0 else None for n, d in zip(num, d_all, strict=True)]
             series.append(Series(r.name, r.color, mids, ys))
         tgt = (targets.get(a) or {}).get("target")
         lines = [(100 * tgt, "#333", f"target {100 * tgt:.0f} %")] if tgt else []
@@ -269,17 +302,44 @@ def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str
 
 
 def _gpus_by_node(r: JobResult) -> list[tuple[str, int]]:
-    if r.gpu_index:
+    return _node_gpus(r.gpu_index, r.nodelist, r.gpus)
+
+
+def _node_gpus(gpu_index: str, nodelist: str, gpus: int) -> list[tuple[str, int]]:
+    """(node, GPUs held there) from a job's gpu_index, else its nodelist."""
+    if gpu_index:
         out = []
-        for part in r.gpu_index.split(";"):
+        for part in gpu_index.split(";"):
             node, _, idx = part.partition(":")
             out.append((node, len(parse_index_ranges(idx)) if idx else 0))
         return out
     try:
-        nodes = expand(r.nodelist) if r.nodelist else []
+        nodes = expand(nodelist) if nodelist else []
     except HostlistError:
         return []
-    return [(n, r.gpus // len(nodes)) for n in nodes] if nodes else []
+    return [(n, gpus // len(nodes)) for n in nodes] if nodes else []
+
+
+def placements(table: ResultTable) -> Placement:
+    """Where each job's GPUs were: the driver's own record, else parsed from
+    gpu_index / nodelist (jobs that never started included, as written)."""
+    if table.placement is not None:
+        return table.placement
+    index: dict[str, int] = {}
+    node: list[int] = []
+    gpus: list[int] = []
+    bounds = [0]
+    cache: dict[tuple[str, str, int], list[tuple[str, int]]] = {}
+    for key in zip(table.gpu_index, table.nodelist, table.gpus.tolist(), strict=True):
+        pairs = cache.get(key)
+        if pairs is None:
+            pairs = cache[key] = _node_gpus(*key)
+        for name, g in pairs:
+            node.append(index.setdefault(name, len(index)))
+            gpus.append(g)
+        bounds.append(len(node))
+    return Placement(list(index), np.array(node, dtype=np.int64),
+                     np.array(bounds, dtype=np.int64), np.array(gpus, dtype=np.int64))  # fmt: skip
 
 
 def _groups(run: _Run) -> tuple[list[str], dict[str, int], list[int]]:
@@ -295,10 +355,12 @@ def _groups(run: _Run) -> tuple[list[str], dict[str, int], list[int]]:
         names = [n.name for n in c.nodes]
         per = {n.name: n.gpu_count for n in c.nodes}
     else:
-        per = {}
-        for j in run.data.results:
-            for node, g in _gpus_by_node(j):
-                per[node] = max(per.get(node, 0), g)
+        p = placements(run.table)
+        most = np.zeros(len(p.names), dtype=np.int64)
+        np.maximum.at(most, p.node, p.gpus)
+        seen = np.zeros(len(p.names), dtype=bool)
+        seen[p.node] = True
+        per = {p.names[k]: int(most[k]) for k in np.flatnonzero(seen).tolist()}
         names = sorted(per)
     size = max(1, math.ceil(len(names) / 32))
     blocks = [names[i : i + size] for i in range(0, len(names), size)]
@@ -312,23 +374,28 @@ def _occupancy(runs: list[_Run], t0: float, t1: float, unit: float, uname: str) 
     out = []
     for r in runs:
         labels, row, cap = _groups(r)
-        ev: list[list[tuple[float, int]]] = [[] for _ in labels]
-        for j in r.data.results:
-            if j.start is None:
-                continue
-            end = j.end if j.end is not None else t1
-            for node, g in _gpus_by_node(j):
-                if node in row and g:
-                    ev[row[node]] += [(j.start, g), (end, -g)]
-        matrix = []
-        for k, e in enumerate(ev):
-            e.sort(key=lambda x: x[0])
-            ts = np.array([x[0] for x in e], dtype=float)
-            level = np.cumsum([x[1] for x in e]).astype(float)
-            matrix.append((step_bins(ts, level, edges) / max(1, cap[k])).tolist())
         if not labels:
             out.append(f"<p>{escape(r.name)}: no placement data.</p>")
             continue
+        p, tab = placements(r.table), r.table
+        job = np.repeat(np.arange(len(tab)), np.diff(p.bounds))  # each entry's job
+        row_of = np.array([row.get(n, -1) for n in p.names], dtype=np.int64)
+        rows = row_of[p.node] if len(p.node) else np.zeros(0, dtype=np.int64)
+        keep = (rows >= 0) & (p.gpus != 0) & tab.started[job]
+        job, rows, g = job[keep], rows[keep], p.gpus[keep]
+        end = np.where(np.isnan(tab.end), t1, tab.end)
+        # each entry holds g GPUs of its row from the job's start to its end
+        ev_row = np.concatenate([rows, rows])
+        ev_t = np.concatenate([tab.start[job], end[job]])
+        ev_d = np.concatenate([g, -g])
+        order = np.lexsort((ev_t, ev_row))  # by row, then time (stable)
+        ev_row, ev_t, ev_d = ev_row[order], ev_t[order], ev_d[order]
+        cut = np.searchsorted(ev_row, np.arange(len(labels) + 1))
+        matrix = []
+        for k in range(len(labels)):
+            ts = ev_t[cut[k] : cut[k + 1]]
+            level = np.cumsum(ev_d[cut[k] : cut[k + 1]]).astype(float)
+            matrix.append((step_bins(ts, level, edges) / max(1, cap[k])).tolist())
         out.append(heat_strip(f"{r.name}: share of GPUs allocated", labels, matrix,
                               t0 / unit, t1 / unit, f"time ({uname})"))  # fmt: skip
     scale = ('<div class="legend">0 % <span class="ramp"></span> 100 % of the row\'s GPUs'
@@ -357,10 +424,10 @@ def render_report(runs: Mapping[str, RunData], title: str = "tide twin report") 
     if not runs:
         raise ValueError("write_report needs at least one run")
     rs = _prepare(runs)
-    t0 = min((j.submit for r in rs for j in r.data.results), default=0.0)
-    ends = [s.t for r in rs for s in r.samples] + [
-        j.end for r in rs for j in r.data.results if j.end is not None
-    ]
+    submits = [float(r.table.submit.min()) for r in rs if len(r.table)]
+    t0 = min(submits, default=0.0)
+    ends = [float(r.timeline.t.max()) for r in rs if len(r.timeline)]
+    ends += [float(np.nanmax(r.table.end)) for r in rs if (~np.isnan(r.table.end)).any()]
     t1 = max([*ends, t0 + 1.0])
     if 0 <= t0 < 0.05 * (t1 - t0):
         t0 = 0.0  # start the time axis at the trace start when the first job is close to it

@@ -10,29 +10,27 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tide.config.loader import LoadedCluster, bundled_names, resolve_cluster
 from tide.model import AccountTree, Cluster
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sim import count_fast
 from tide.sim.count_driver import CountDriver, NotCountable, count_applicable
 from tide.sim.count_fast import CountRun
-from tide.sim.engine import Engine
-from tide.sim.fastswf import read_swf_fast
 from tide.sim.faults import Fault, draw_faults
 from tide.sim.metrics import JobResult, Sample, compute_metrics
 from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
 from tide.sim.report import RunData, write_report
-from tide.sim.workload import (
-    SimJob,
-    WorkloadError,
-    generate,
-    read_jsonl,
-    read_openb,
-)
-from tide.sim.workload.presets import PRESETS
+from tide.sim.table import ResultTable, Timeline
+from tide.sim.workload.base import SimJob, WorkloadError
+
+if TYPE_CHECKING:
+    from tide.config.loaded import LoadedCluster
+
+# The cluster readers (YAML schemas), the general engine, the generator and the
+# other workload readers load when a run needs them: replaying an SWF log on its
+# flat cluster with the count driver needs none of them.
 
 SCENARIOS = ("demo", "seed000", "seed004", "month1000", "preempt")
 
@@ -56,14 +54,56 @@ class WorkloadOptions:
     seed: int = 0
 
 
-@dataclass
 class PolicyRun:
-    policy: str
-    results: list[JobResult]
-    samples: list[Sample]
-    capacity_gpus: int
-    metrics: dict[str, Any]
-    driver: str  # "count" or "general"
+    """One policy's run. Results and timeline are held as columns
+    (tide.sim.table) or as JobResults and Samples, whichever the driver gave;
+    the other form is built on first use."""
+
+    def __init__(
+        self,
+        policy: str,
+        results: list[JobResult] | ResultTable,
+        samples: list[Sample] | Timeline,
+        capacity_gpus: int,
+        metrics: dict[str, Any],
+        driver: str,  # "count" or "general"
+    ) -> None:
+        self.policy = policy
+        self.capacity_gpus = capacity_gpus
+        self.metrics = metrics
+        self.driver = driver
+        self._results = None if isinstance(results, ResultTable) else results
+        self._table = results if isinstance(results, ResultTable) else None
+        self._samples = None if isinstance(samples, Timeline) else samples
+        self._timeline = samples if isinstance(samples, Timeline) else None
+
+    @property
+    def results(self) -> list[JobResult]:
+        if self._results is None:
+            assert self._table is not None
+            self._results = self._table.to_results()
+        return self._results
+
+    @property
+    def table(self) -> ResultTable:
+        if self._table is None:
+            assert self._results is not None
+            self._table = ResultTable.from_results(self._results)
+        return self._table
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            assert self._timeline is not None
+            self._samples = self._timeline.to_samples()
+        return self._samples
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            assert self._samples is not None
+            self._timeline = Timeline.from_samples(self._samples)
+        return self._timeline
 
 
 def load_inputs(
@@ -94,12 +134,17 @@ def load_inputs(
 
 
 def _cluster(spec: str | None, default: str | None) -> LoadedCluster | None:
+    from tide.config.loader import resolve_cluster
+
     name = spec or default
     return resolve_cluster(name) if name else None
 
 
 def _scenario(name: str, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
     from importlib import resources
+
+    from tide.sim.workload.generate import generate
+    from tide.sim.workload.presets import PRESETS
 
     bundled = resources.files("tide").joinpath("data", "scenarios", f"{name}.jsonl")
     if bundled.is_file():
@@ -139,6 +184,8 @@ def _tree_shares(accounts: AccountTree) -> dict[str, float] | None:
 
 
 def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
+    from tide.sim.fastswf import read_swf_fast
+
     wl = read_swf_fast(
         path,
         filter=opts.swf_filter,  # type: ignore[arg-type]
@@ -154,6 +201,9 @@ def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInpu
 
 
 def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> SimInputs:
+    from tide.config.loader import bundled_names
+    from tide.sim.workload.jsonl import read_jsonl
+
     wl = read_jsonl(path)
     meta = wl.info.meta or {}
     loaded = _cluster(cluster_spec, meta.get("cluster"))
@@ -179,7 +229,7 @@ def _parse_shares(text: str | None) -> dict[str, float] | None:
 
 
 def _openb(path: Path, cluster_spec: str | None) -> SimInputs:
-    from tide.sim.workload import openb_cluster
+    from tide.sim.workload.openb import openb_cluster, read_openb
 
     folder = path if path.is_dir() else path.parent
     pods = path if path.is_file() else folder / "openb_pod_list_default.csv"
@@ -223,14 +273,16 @@ def run_policy(
             return _finish(
                 inputs,
                 policy,
-                run.results,
-                run.samples,
+                run.table,
+                run.timeline,
                 int(ix.gpus.sum()),
                 "count",
                 run.account_seconds,
             )
         except NotCountable:
             pass
+    from tide.sim.engine import Engine
+
     engine = Engine(
         cluster, config, policy, inputs.accounts, faults or [], index=ix, progress=progress
     )
@@ -269,17 +321,18 @@ def _fill_nodelists(names: list[str], driver: CountDriver, results: list[JobResu
 def _finish(
     inputs: SimInputs,
     policy: str,
-    results: list[JobResult],
-    samples: list[Sample],
+    results: list[JobResult] | ResultTable,
+    samples: list[Sample] | Timeline,
     capacity: int,
     driver: str,
     account_seconds: Mapping[str, float] | None,
 ) -> PolicyRun:
-    metrics = compute_metrics(
-        results, capacity, samples, inputs.target_shares, account_gpu_seconds=account_seconds
+    run = PolicyRun(policy, results, samples, capacity, {}, driver)
+    run.metrics = compute_metrics(
+        run.table, capacity, run.timeline, inputs.target_shares, account_gpu_seconds=account_seconds
     )
-    metrics["policy"] = policy
-    return PolicyRun(policy, results, samples, capacity, metrics, driver)
+    run.metrics["policy"] = policy
+    return run
 
 
 def faults_for(
@@ -293,7 +346,7 @@ def faults_for(
 
 def write_policy_outputs(out: Path, run: PolicyRun) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    write_jobs_csv(out / "jobs.csv", run.results)
+    write_jobs_csv(out / "jobs.csv", run.table)
     write_metrics_json(out / "metrics.json", run.metrics)
 
 
@@ -305,9 +358,9 @@ def write_comparison(out: Path, inputs: SimInputs, runs: list[PolicyRun]) -> Non
         out / "report.html",
         {
             r.policy: RunData(
-                results=r.results,
+                results=r.table,
                 capacity_gpus=r.capacity_gpus,
-                timeline=r.samples,
+                timeline=r.timeline,
                 metrics=r.metrics,
                 target_shares=inputs.target_shares,
                 cluster=inputs.cluster,

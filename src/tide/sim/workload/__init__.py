@@ -1,13 +1,24 @@
 """Workloads for the twin: readers (SWF, tide JSONL, Alibaba openb), the
-synthetic generator and its presets, all producing `SimJob`s."""
+synthetic generator and its presets, all producing `SimJob`s.
+
+The names below load on first use: a replay of one SWF log does not import
+the generator, its presets or the other readers.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from tide.sim.workload.base import SimJob, Workload, WorkloadError, WorkloadInfo
-from tide.sim.workload.generate import generate, generate_iter, parse_shares, write_preset
-from tide.sim.workload.jsonl import read_jsonl, write_jsonl
-from tide.sim.workload.model import Dist, Estimates, FixedJob, GeneratorModel, Stream
-from tide.sim.workload.openb import openb_cluster, read_openb
-from tide.sim.workload.presets import PRESETS, preset
-from tide.sim.workload.swf import SwfInfo, read_swf
+
+if TYPE_CHECKING:
+    from tide.sim.workload.generate import generate, generate_iter, parse_shares, write_preset
+    from tide.sim.workload.jsonl import read_jsonl, write_jsonl
+    from tide.sim.workload.model import Dist, Estimates, FixedJob, GeneratorModel, Stream
+    from tide.sim.workload.openb import openb_cluster, read_openb
+    from tide.sim.workload.presets import PRESETS, preset
+    from tide.sim.workload.swf import SwfInfo, read_swf
 
 __all__ = [
     "PRESETS",
@@ -32,3 +43,20 @@ __all__ = [
     "write_jsonl",
     "write_preset",
 ]
+_HOME = {
+    **dict.fromkeys(("generate", "generate_iter", "parse_shares", "write_preset"), "generate"),
+    **dict.fromkeys(("read_jsonl", "write_jsonl"), "jsonl"),
+    **dict.fromkeys(("Dist", "Estimates", "FixedJob", "GeneratorModel", "Stream"), "model"),
+    **dict.fromkeys(("openb_cluster", "read_openb"), "openb"),
+    **dict.fromkeys(("PRESETS", "preset"), "presets"),
+    **dict.fromkeys(("SwfInfo", "read_swf"), "swf"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
