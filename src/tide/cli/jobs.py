@@ -322,7 +322,8 @@ def acct(
     """Accounting records of jobs, like sacct: your jobs since midnight by default.
     Fields: JobID JobIDRaw JobName User Account Partition QOS State ExitCode Submit
     Start End Elapsed ElapsedRaw Timelimit NNodes NodeList AllocCPUS AllocGPUS ReqGPUS
-    GPUSeconds GPUHours Restarts Reason Priority (NAME%WIDTH truncates).
+    GPUSeconds GPUHours Restarts Preemptions Preemptor LostGPUSeconds Reason Priority
+    (NAME%WIDTH truncates).
 
     Example: tide acct -S now-2days --format JobID,JobName%20,State,ExitCode,Elapsed,GPUHours
     """
