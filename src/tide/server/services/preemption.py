@@ -71,14 +71,18 @@ class Marks:
     suspended_before: dict[int, float] = field(default_factory=dict)  # live job -> seconds
 
 
-def read_marks(s: Any) -> Marks:
-    """Jobs in a preemption phase and live jobs' checkpoints (indexed reads)."""
-    out = Marks()
+def read_phases(s: Any) -> dict[int, Mark]:
+    """Jobs in a preemption phase (an indexed read; usually none)."""
     stmt = select(JobRow.id, JobRow.state, JobRow.preempt_phase, JobRow.preempted_by,
                   JobRow.preempt_kill_at, JobRow.preempt_time, JobRow.suspended_seconds
                   ).where(JobRow.preempt_phase.in_(PHASES))  # fmt: skip
-    for jid, state, phase, by, kill_at, since, susp in s.execute(stmt):
-        out.jobs[jid] = Mark(jid, state, phase, by or 0, kill_at, since or 0.0, susp or 0.0)
+    return {jid: Mark(jid, state, phase, by or 0, kill_at, since or 0.0, susp or 0.0)
+            for jid, state, phase, by, kill_at, since, susp in s.execute(stmt)}  # fmt: skip
+
+
+def read_marks(s: Any) -> Marks:
+    """Jobs in a preemption phase, and live jobs' checkpoints and past suspensions."""
+    out = Marks(read_phases(s))
     stmt2 = select(JobRow.id, JobRow.last_checkpoint, JobRow.suspended_seconds).where(
         JobRow.state.in_(("RUNNING", "SUSPENDED", "COMPLETING")),
         and_(JobRow.last_checkpoint.is_not(None) | (JobRow.suspended_seconds > 0)),
@@ -233,7 +237,7 @@ def tick(ctl: Any, now: float) -> bool:
     """Kill victims whose grace is over, resume suspended jobs whose preemptor
     is done, return parked victims to the queue. True when something changed."""
     with ctl.sessions() as s:
-        marks = read_marks(s).jobs
+        marks = read_phases(s)
         if not marks:
             return False
         wanted = {k.preemptor for k in marks.values()}
