@@ -262,3 +262,23 @@ def test_a_victim_that_exits_on_its_signal_is_requeued_not_killed(srv: Any) -> N
     assert u["start_time"] - p["time"] < GRACE  # so the preemptor did not wait for it
     assert p["lost_gpu_seconds"] == pytest.approx(4 * (first["end"] - first["start"]), abs=2.0)
     assert j["attempts"][1]["start"] >= u["start_time"]
+
+
+def test_a_restarted_controller_kills_the_victim_in_grace_and_requeues_it(srv: Any) -> None:
+    """The grace timer lives in the job's row: a controller that stops during the
+    grace kills the victim when it is back, and the preemption goes on."""
+    d = _dir(srv, "restart")
+    with srv.client() as c:
+        victim = submit(c, VICTIM, d).json()["job_id"]
+        wait_state(c, victim, {"RUNNING"})
+        urgent = submit(c, URGENT, d).json()["job_id"]
+        _wait(lambda: job(c, victim).get("preemption"), what="the preemption")
+    srv.stop()
+    time.sleep(GRACE)  # the grace ends while no controller runs
+    srv.start()
+    with srv.client() as c:
+        u = wait_state(c, urgent, DONE, timeout=60)
+        j = wait_state(c, victim, {"COMPLETED", "FAILED"}, timeout=60)
+    assert u["state"] == "COMPLETED" and j["state"] == "COMPLETED" and j["restarts"] == 1
+    assert _event(j, "preempted by job")["time"] - j["preemption"]["time"] >= GRACE
+    assert j["attempts"][1]["start"] >= u["start_time"]
