@@ -109,6 +109,8 @@ def test_qos_preemption_requeues_after_the_grace(srv: Any) -> None:
     # the urgent job started once the victim was gone, and the victim only after it
     assert u["start_time"] >= first["end"] - 0.01
     assert j["attempts"][1]["start"] >= u["start_time"]
+    # the requeued victim keeps its priority age: eligible since before its first run
+    assert j["phases"]["times"]["eligible"] <= first["start"]
     runs = (d / f"runs-{victim}.txt").read_text().split()
     assert runs[0::3] == ["run", "run"] and runs[1::3] == ["0", "1"]
     print(f"\nREQUEUE: signal after {signalled - p['time']:.2f} s, kill after "
