@@ -9,6 +9,7 @@ $(STAMP): pyproject.toml setup.py src/tide/sim/_countsim.c  # the C kernel is bu
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,server,ray]'
+	$(BIN)/pip install -q 'torch==2.13.0+cpu'  # tide[torch], pinned to the CPU build: never CUDA's
 	touch $(STAMP)
 
 .PHONY: install demo test lint bench

@@ -224,7 +224,7 @@ def test_node_down_fails_its_jobs_or_requeues_them(tiny: Any) -> None:
     d = _dir(tiny, "down")
     script = "#!/bin/bash\n#SBATCH --gpus-per-node=8\nsleep 300\n"
     with tiny.client(tiny.tokens["alice"]) as c, tiny.client(tiny.tokens["oscar"]) as op:
-        plain = submit(c, script, d).json()["job_id"]
+        plain = submit(c, script, d, ["--no-requeue"]).json()["job_id"]
         again = submit(c, script, d, ["--requeue"]).json()["job_id"]
         a = wait_state(c, plain, {"RUNNING"})
         b = wait_state(c, again, {"RUNNING"})

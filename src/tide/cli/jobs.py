@@ -502,6 +502,20 @@ def node_down(
     _node_state("down", names, reason)
 
 
+@node_app.command("fail")
+def node_fail(
+    names: Annotated[str, typer.Argument(help="node names or a hostlist")],
+    reason: Annotated[str, typer.Option("--reason", "-r")] = "",
+) -> None:
+    """Simulate a node failure (local executor): the node's agent is killed, the
+    node goes DOWN, its jobs lose it (requeued when they may be, else NODE_FAIL),
+    and it stays out of scheduling until `tide node resume`.
+
+    Example: tide node fail gpu03 --reason "chaos test"
+    """
+    _node_state("fail", names, reason)
+
+
 # --- notify (from inside a job) --------------------------------------------------------------
 
 notify_app = typer.Typer(

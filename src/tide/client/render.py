@@ -350,14 +350,16 @@ def report(data: dict[str, Any]) -> None:
             r["gpu_type"] or "-",
             r["jobs"],
             f"{r['gpu_hours']:.2f}",
+            f"{r.get('lost_gpu_seconds', 0.0) / 3600:.2f}",
             f"{r['cost']:.2f}",
         ]
         for r in data["lines"]
     ]
-    rows.append(
-        ["TOTAL", "", "", "", f"{data['total_gpu_hours']:.2f}", f"{data['total_cost']:.2f}"]
-    )
-    table(["Account", "User", "GPU type", "Jobs", "GPU-hours", "Cost"], rows, right={3, 4, 5})
+    lost = f"{data.get('total_lost_gpu_hours', 0.0):.2f}"
+    total = ["TOTAL", "", "", "", f"{data['total_gpu_hours']:.2f}", lost]
+    rows.append([*total, f"{data['total_cost']:.2f}"])
+    head = ["Account", "User", "GPU type", "Jobs", "GPU-hours", "Lost GPU-h", "Cost"]
+    table(head, rows, right={3, 4, 5, 6})
 
 
 # --- scontrol show job ---------------------------------------------------------------
@@ -391,6 +393,7 @@ def show_job(j: dict[str, Any], now: float) -> None:
         f"   WorkDir={j['workdir']} SubmitDir={j['submit_dir']}",
     ]
     lines.extend(_preemption_lines(j.get("preemption")))
+    lines.extend(_recovery_lines(j))
     if j.get("planned_start") and j["state"] == "PENDING":
         lines.append(
             f"   PlannedStart={timestamp(j['planned_start'])} "
@@ -416,6 +419,30 @@ def show_job(j: dict[str, Any], now: float) -> None:
             f"{h['reason']} ({h['actor']})"
         )
     sys.stdout.write("\n".join(lines) + "\n\n")
+
+
+def _recovery_lines(j: dict[str, Any]) -> list[str]:
+    """Checkpoint, first failure and one line per attempt (docs/recovery.md)."""
+    r = j.get("recovery")
+    if not r:
+        return []
+    ckpt = r["last_checkpoint_step"]
+    out = [
+        f"   LastStep={r['last_step'] if r['last_step'] is not None else '-'} "
+        f"LastCheckpoint={ckpt if ckpt is not None else '-'}"
+        f"@{timestamp(r['last_checkpoint_time'])} "
+        f"LostGPUSeconds={(r['lost_gpu_seconds'] or 0):.0f}"
+    ]
+    if r["fail_cause"]:
+        out.append(f"   FailCause={r['fail_cause']}")
+    for a in j.get("attempts", []):
+        out.append(
+            f"   Attempt={a['attempt']} State={a['state']} Exit={a['exit'] or '-'} "
+            f"Start={timestamp(a['start'])} End={timestamp(a['end'])} Nodes={a['nodelist']} "
+            f"LostGPUSeconds={(a.get('lost_gpu_seconds') or 0):.0f}"
+            + (f" Cause={a['cause']}" if a.get("cause") else "")
+        )
+    return out
 
 
 def _preemption_lines(p: dict[str, Any] | None) -> list[str]:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from tide.exec import jobdir, procs
+from tide.exec.agent import AgentPool, NodeHealth
 from tide.exec.base import Executor, ExitReport, LaunchSpec
 from tide.exec.env import this_host
 
@@ -62,6 +63,7 @@ class LocalExecutor(Executor):
         self._reported: set[int] = set()
         self._spawners: dict[int, subprocess.Popen[bytes]] = {}  # reaped by poll()
         self._lock = threading.Lock()  # the controller may call from several threads
+        self.agents = AgentPool(self.state_dir / "nodes", self.python)
 
     # -- paths and liveness -------------------------------------------------
 
@@ -237,6 +239,40 @@ class LocalExecutor(Executor):
                 raise RuntimeError(f"job {job_id} is still running; cancel it before forget()")
             shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
             self._reported.discard(job_id)
+
+    # -- nodes (tide.exec.agent) ------------------------------------------
+
+    def start_nodes(
+        self, names: list[str], health_program: str = "", interval: float = 30.0
+    ) -> None:
+        """One agent per virtual node; the controller watches them with node_health()."""
+        self.agents.start(names, health_program, interval)
+
+    def node_health(self, name: str) -> NodeHealth:
+        return self.agents.health(name, time.time())
+
+    def fail_node(self, name: str) -> bool:
+        """Simulate a node failure: its agent is killed (the controller then sees
+        the node stop answering, as when a machine dies)."""
+        return self.agents.fail(name)
+
+    def resume_node(self, name: str) -> None:
+        self.agents.resume(name)
+
+    def node_failed(self, job_id: int, node: str, message: str) -> None:
+        """The job lost `node`: its processes there die at once, the rest after
+        the step grace, and the job ends with reason node_fail."""
+        d = self.job_dir(job_id)
+        with self._lock:
+            pid = self.supervisor_pid(job_id)
+            if pid is None and not self._starting(job_id):
+                return  # poll() reports a dead supervisor as a node failure anyway
+            jobdir.post_request(d, {"op": "node_fail", "node": node, "message": message})
+            if pid is not None:
+                procs.kill_quietly(pid, signal.SIGUSR1)
+
+    def stop_nodes(self) -> None:
+        self.agents.stop()
 
     def _bury(self, job_id: int, reason: str, message: str) -> jobdir.ExitRecord:
         """A job whose supervisor is gone: kill what is left, record the end."""

@@ -527,6 +527,7 @@ def run_step(job_dir: Path, opts: SrunOptions, environ: Mapping[str, str]) -> in
         "started": time.time(),
         "ntasks": sum(counts),
         "nodes": [n.node for n in step_nodes],
+        "kill_on_bad_exit": opts.kill_on_bad_exit,  # the supervisor ends the job on a failure
     }
     step.save()
     # Block the signals we wait for before any thread or child exists; children unblock.

@@ -97,6 +97,8 @@ class Supervisor:
         self.warn: tuple[float, int, str] | None = None  # (when, signal, scope)
         self.limit_at: float | None = None
         self.kill_at: float | None = None
+        self.step_grace = float(self.config.get("step_grace", 3.0))
+        self.failure: tuple[int, int] | None = None  # (exit code, signal) of the first failed task
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -279,11 +281,52 @@ class Supervisor:
         deadline = time.monotonic() + max(0.0, grace)
         self.kill_at = deadline if self.kill_at is None else min(self.kill_at, deadline)
 
+    # -- failures (docs/recovery.md) -------------------------------------
+
+    def _check_steps(self) -> None:
+        """Gang teardown: a task of a multi-task step failed (srun has already
+        stopped the step's other tasks), so the whole job ends: nothing is left
+        waiting in a collective, and the script does not carry on as if the step
+        had run. The failed task's status and cause become the job's."""
+        if self.failure is not None or self.reason:
+            return
+        for st in jobdir.read_steps(self.job_dir):
+            if "failed_rank" not in st or int(st.get("ntasks", 1)) < 2:
+                continue  # no task ran and failed (one that could not start is srun's error)
+            if not st.get("kill_on_bad_exit", True):
+                continue  # srun -K0: the user lets the others run on
+            code = int(st.get("exit_code", 1))
+            self.failure = (0, code - 128) if code > 128 else (code, 0)
+            sig = code - 128 if code > 128 else 0
+            what = f"killed by {_signal_name(sig)}" if sig else f"exited with code {code}"
+            self.message = f"task {st.get('failed_rank', '?')} on {st['failed_node']} {what}"
+            self.terminate("", self.step_grace)
+            return
+
+    def fail_node(self, node: str, message: str) -> None:
+        """A node of the job is lost: its processes die at once (SIGKILL, as when a
+        machine loses power), the rest get SIGTERM and, after the step grace,
+        SIGKILL; the job ends NODE_FAIL."""
+        if not self.reason:
+            self.reason = "node_fail"
+            self.message = message or f"node {node} failed"
+        for st in jobdir.read_steps(self.job_dir):
+            if "ended" in st:
+                continue
+            for t in st.get("tasks", []):
+                if t.get("node") == node:
+                    procs.killpg_quietly(int(t["pid"]), signal.SIGKILL)
+        if self.spec.nodes[0].node == node and self.batch is not None and self.status is None:
+            procs.killpg_quietly(self.batch.pid, signal.SIGKILL)
+        self.terminate("node_fail", self.step_grace)
+
     # -- loop -----------------------------------------------------------
 
     def _handle_requests(self) -> None:
         for req in jobdir.take_requests(self.job_dir):
-            if req.get("op") == "signal":
+            if req.get("op") == "node_fail":
+                self.fail_node(str(req.get("node", "")), str(req.get("message", "")))
+            elif req.get("op") == "signal":
                 self.deliver(int(req["sig"]), str(req.get("scope", "all")))
             elif req.get("op") == "cancel":
                 grace = float(req.get("grace", self.kill_wait))
@@ -334,6 +377,7 @@ class Supervisor:
             self._handle_requests()
             self._check_clock()
             self._reap()
+            self._check_steps()
             if self.status is not None:
                 if not self.members():
                     return
@@ -370,6 +414,8 @@ class Supervisor:
     def finish(self) -> None:
         code = os.waitstatus_to_exitcode(self.status) if self.status is not None else 0
         exit_code, sig = (0, -code) if code < 0 else (code, 0)
+        if self.failure is not None and not self.reason:
+            exit_code, sig = self.failure  # the job ended because that task failed
         rec = self.record(exit_code, sig)
         jobdir.write_json_atomic(self.job_dir / jobdir.EXIT, rec.to_json())
 
@@ -390,6 +436,13 @@ class Supervisor:
             return
         self.loop()
         self.finish()
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
 
 
 def _crash(job_dir: Path, error: BaseException) -> None:

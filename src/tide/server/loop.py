@@ -29,7 +29,7 @@ from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server import ray_nodes
-from tide.server.services import lifecycle, preemption
+from tide.server.services import lifecycle, nodes, preemption
 from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -42,6 +42,7 @@ USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
 PASS_SHARE = 4.0  # event passes wait at least this many times the last pass's length
 LAUNCH_WORKERS = 4  # jobs launched at once after a pass
 PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
+WATCH_EVERY = 1.0  # seconds between looks at the node agents (DOWN within 10 s)
 
 
 @dataclass(slots=True)
@@ -77,11 +78,13 @@ class SchedulingLoop:
         self._usage_saved = time.time()
         self._dirty = True
         self._last_probe = 0.0
+        self._last_watch = 0.0
         self._last_duration = 0.0
         self._wake_at: float | None = None
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
 
     def start(self) -> None:
+        nodes.start_agents(self.ctl)
         lifecycle.reconcile(self.ctl)
         self._thread.start()
 
@@ -89,6 +92,9 @@ class SchedulingLoop:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=30)
+        stop_nodes = getattr(self.ctl.executor, "stop_nodes", None)
+        if stop_nodes is not None:
+            stop_nodes()
 
     def wake(self) -> None:
         self._dirty = True
@@ -108,6 +114,9 @@ class SchedulingLoop:
                 if self._preemption_tick():
                     self._dirty = True
                 now = time.time()
+                if now - self._last_watch >= WATCH_EVERY:
+                    self._last_watch = now
+                    nodes.watch(self.ctl)
                 if now - self._last_probe >= PROBE_EVERY:
                     self._last_probe = now
                     lifecycle.probe_phases(self.ctl)

@@ -87,6 +87,7 @@ def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow])
             "cancel_requested": row.cancel_requested,
             "warnings": json.loads(row.warnings or "[]"),
             "phases": phases(row),
+            "recovery": recovery(row),
             "preemption": preemption(row),
             "history": [
                 {
@@ -134,6 +135,20 @@ def preemption(row: JobRow) -> dict[str, Any] | None:
     }
 
 
+def recovery(row: JobRow) -> dict[str, Any]:
+    """Progress and failures (docs/recovery.md): the last step and checkpoint the
+    job reported, why its last attempt failed, and the GPU-seconds lost."""
+    return {
+        "restarts": row.restarts,
+        "last_step": row.last_step,
+        "last_step_time": row.last_step_time,
+        "last_checkpoint_step": row.last_checkpoint_step,
+        "last_checkpoint_time": row.last_checkpoint,
+        "fail_cause": row.fail_cause,
+        "lost_gpu_seconds": row.lost_gpu_seconds,
+    }
+
+
 def phases(row: JobRow) -> dict[str, Any]:
     """Phase timestamps and the waits between them (seconds), so queueing is
     measured phase by phase: submit -> eligible -> started -> all tasks
@@ -168,4 +183,8 @@ def attempt(a: AttemptRow) -> dict[str, Any]:
         "gpu_seconds": a.gpu_seconds,
         "partition": a.partition,
         "allocation": json.loads(a.allocation) if a.allocation else None,
+        "cause": a.cause,
+        "lost_gpu_seconds": a.lost_gpu_seconds,
+        "last_checkpoint_step": a.last_checkpoint_step,
+        "last_checkpoint_time": a.last_checkpoint_time,
     }

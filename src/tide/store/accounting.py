@@ -28,12 +28,15 @@ def close_attempt(
     state: str,
     exit_code: int | None,
     exit_signal: int | None,
+    **recovery: object,
 ) -> float:
-    """End an attempt; returns its GPU-seconds."""
+    """End an attempt; returns its GPU-seconds. `recovery` may set the attempt's
+    lost_gpu_seconds, cause, last_checkpoint_step and last_checkpoint_time.
+    An attempt already closed is left alone (an exit reported twice)."""
     row = session.scalar(
         select(AttemptRow).where(AttemptRow.job_id == job_id, AttemptRow.attempt == attempt)
     )
-    if row is None:
+    if row is None or row.end_time is not None:
         return 0.0
     gpu_seconds = max(0.0, end - row.start_time) * row.gpus
     session.execute(
@@ -45,6 +48,7 @@ def close_attempt(
             exit_code=exit_code,
             exit_signal=exit_signal,
             gpu_seconds=gpu_seconds,
+            **recovery,
         )
     )
     return gpu_seconds
@@ -74,6 +78,7 @@ class ReportLine:
     gpu_type: str
     gpu_seconds: float = 0.0
     jobs: int = 0
+    lost_gpu_seconds: float = 0.0  # of attempts that failed in the period (docs/recovery.md)
 
     @property
     def gpu_hours(self) -> float:
@@ -81,8 +86,8 @@ class ReportLine:
 
 
 def report(session: Session, start: float, end: float, now: float) -> list[ReportLine]:
-    """GPU-seconds per (account, user, GPU type) inside [start, end).
-    Running attempts count up to `now`."""
+    """GPU-seconds per (account, user, GPU type) inside [start, end), and the
+    GPU-seconds lost by attempts that ended in it. Running attempts count up to `now`."""
     stmt = select(AttemptRow).where(
         AttemptRow.start_time < end,
         or_(AttemptRow.end_time.is_(None), AttemptRow.end_time > start),
@@ -98,6 +103,8 @@ def report(session: Session, start: float, end: float, now: float) -> list[Repor
         key = (a.account, a.user, a.gpu_type)
         line = lines.setdefault(key, ReportLine(a.account, a.user, a.gpu_type))
         line.gpu_seconds += overlap * a.gpus
+        if a.end_time is not None and start <= a.end_time < end:
+            line.lost_gpu_seconds += a.lost_gpu_seconds  # counted where the failure happened
         jobs[key].add(a.job_id)
     for key, line in lines.items():
         line.jobs = len(jobs[key])

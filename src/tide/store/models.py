@@ -74,6 +74,11 @@ class JobRow(Base):
     stdout_path: Mapped[str] = mapped_column(Text, default="")
     stderr_path: Mapped[str] = mapped_column(Text, default="")
     warnings: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
+    # recovery (docs/recovery.md; last_checkpoint and lost_gpu_seconds are below):
+    # the step and checkpoint the job last reported, why its first failure happened
+    last_step_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_checkpoint_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    fail_cause: Mapped[str] = mapped_column(Text, default="", server_default="")
     # preemption (tide.server.services.preemption; docs/preemption.md)
     last_checkpoint: Mapped[float | None] = mapped_column(Float, nullable=True)
     preempted_by: Mapped[int | None] = mapped_column(Integer, nullable=True)  # last preemptor
@@ -135,6 +140,11 @@ class AttemptRow(Base):
     gpu_type: Mapped[str] = mapped_column(String(32), default="")
     cpus: Mapped[int] = mapped_column(Integer, default=0)
     gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    # recovery: the attempt's last checkpoint, the GPU-seconds its end lost, and why
+    last_checkpoint_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_checkpoint_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lost_gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    cause: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class NodeRow(Base):

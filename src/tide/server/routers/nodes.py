@@ -45,6 +45,11 @@ def down(names: str, body: ReasonBody, request: Request, p: Op) -> dict[str, Any
     return {"nodes": svc.set_state(ctl_of(request), p, names, "DOWN", body.reason)}
 
 
+@router.post("/nodes/{names}/fail", summary="Simulate a node failure (its agent is killed)")
+def fail(names: str, body: ReasonBody, request: Request, p: Op) -> dict[str, Any]:
+    return {"nodes": svc.set_state(ctl_of(request), p, names, "FAIL", body.reason)}
+
+
 @router.get("/partitions", summary="Partitions")
 def list_partitions(request: Request, p: Who) -> dict[str, Any]:
     return {"partitions": svc.partitions(ctl_of(request))}

@@ -418,8 +418,10 @@ def _retime(ctl: Any, job_id: int, seconds: int | None) -> None:
 
 
 def notify(ctl: Any, who: Principal, text: str, body: NotifyBody) -> dict[str, Any]:
-    """Phase reports from inside a job: 'tasks_running' (all tasks up) and
-    'step' (training step N; the first one sets first_step)."""
+    """Progress reports from inside a job: 'tasks_running' (all tasks up), 'step'
+    (training step N; the first one sets first_step) and 'checkpoint' (a
+    checkpoint of step N is complete: the work before it survives a failure,
+    docs/recovery.md). Checkpoints also go to the job's history."""
     now = time.time()
     with ctl.sessions.begin() as s:
         rows = rows_for(s, text)
@@ -431,23 +433,43 @@ def notify(ctl: Any, who: Principal, text: str, body: NotifyBody) -> dict[str, A
                 "job_id",
                 "notify from inside a running job",
             )
-        values: dict[str, Any] = {}
-        if body.event == "tasks_running":
-            if row.tasks_running_time is None:
-                values["tasks_running_time"] = now
-        elif body.event == "step":
-            if row.first_step_time is None:
-                values["first_step_time"] = now
-                if row.tasks_running_time is None:
-                    values["tasks_running_time"] = now
-            values["last_step"] = body.step if body.step is not None else (row.last_step or 0) + 1
-        else:
-            raise bad_request(
-                f"unknown event {body.event!r}", "event", "use 'step' or 'tasks_running'"
-            )
+        values = _progress(row, body, now)
         if values:
             jobrepo.transition(s, row.id, [row.state], None, now, values)
-    return {"job_id": _did(row), "event": body.event, **{k: v for k, v in values.items()}}
+        if body.event == "checkpoint":
+            jobrepo.add_event(
+                s,
+                row.id,
+                now,
+                row.state,
+                row.state,
+                f"checkpoint {values['last_checkpoint_step']}",
+                "job",
+            )
+    return {"job_id": _did(row), "event": body.event, "time": now, **values}
+
+
+def _progress(row: JobRow, body: NotifyBody, now: float) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    step = body.step
+    if body.event == "tasks_running":
+        if row.tasks_running_time is None:
+            values["tasks_running_time"] = now
+    elif body.event == "step":
+        if row.first_step_time is None:
+            values["first_step_time"] = now
+            if row.tasks_running_time is None:
+                values["tasks_running_time"] = now
+        values["last_step"] = step if step is not None else (row.last_step or 0) + 1
+        values["last_step_time"] = now
+    elif body.event == "checkpoint":
+        values["last_checkpoint_step"] = step if step is not None else row.last_step or 0
+        values["last_checkpoint"] = now  # the time lost work is counted from
+    else:
+        raise bad_request(
+            f"unknown event {body.event!r}", "event", "use 'step', 'checkpoint' or 'tasks_running'"
+        )
+    return values
 
 
 def _did(row: JobRow) -> str:

@@ -1,14 +1,10 @@
 """Job ends and restarts: exit reports -> final states, accounting, usage.
 
-Final state from an ExitReport, as Slurm names them:
-  requeue was asked        -> PENDING again (history shows REQUEUED)
-  cancel was asked         -> CANCELLED
-  reason "timeout"         -> TIMEOUT
-  reason "cancelled"       -> CANCELLED
-  reason "node_fail"       -> NODE_FAIL
-  reason "oom"             -> OUT_OF_MEMORY
-  exit 0 and no signal     -> COMPLETED
-  otherwise                -> FAILED
+Every attempt's end goes through `requeue_or_end`: tide.server.services.recovery
+classifies it (COMPLETED, FAILED, NODE_FAIL, TIMEOUT, CANCELLED, PREEMPTED,
+OUT_OF_MEMORY, or a requeue a person asked for), and a retryable failure of a
+requeueable job sends it back to the queue (PENDING, history shows REQUEUED)
+with restarts + 1. Each attempt keeps its cause and lost GPU-seconds.
 ExitCode is kept as (code, signal), printed "code:signal" like sacct.
 """
 
@@ -17,39 +13,28 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select
 
 from tide.exec.base import ExitReport
-from tide.store import accounting
+from tide.server.services import recovery
+from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
 
 log = logging.getLogger("tide.server")
 
 LIVE = ("RUNNING", "SUSPENDED", "COMPLETING")
-REQUEUE = "requeue:"  # cancel_requested prefix: the kill is a requeue, not a cancel
-NODE_FAIL = "node_fail:"  # ...: a node of the job went DOWN (requeued if --requeue)
+REQUEUE = recovery.REQUEUE  # cancel_requested prefixes: why tide stops a job
+NODE_FAIL = recovery.NODE_FAIL
+PREEMPT = recovery.PREEMPT
 
 
 def final_state(report: ExitReport, cancel_requested: str) -> str:
-    if cancel_requested.startswith(NODE_FAIL):
-        return "NODE_FAIL"
-    if cancel_requested and not cancel_requested.startswith(REQUEUE):
-        return "CANCELLED"
-    reason = report.reason.lower()
-    if reason == "timeout":
-        return "TIMEOUT"
-    if reason in ("cancelled", "canceled"):
-        return "CANCELLED"
-    if reason == "node_fail":
-        return "NODE_FAIL"
-    if reason in ("oom", "out_of_memory"):
-        return "OUT_OF_MEMORY"
-    if report.exit_code == 0 and report.signal == 0:
-        return "COMPLETED"
-    return "FAILED"
+    """The state an attempt ends in, before any requeue (tide.server.services.recovery)."""
+    return recovery.classify(report, cancel_requested, "", recovery.Policy()).state
 
 
 def collect_exits(ctl: Any) -> int:
@@ -100,64 +85,112 @@ def finish(
 ) -> str | None:
     """Record one job's end; returns the new state (None if the job was not live).
     `record` (the LocalExecutor's ExitRecord) gives the real end time, when all
-    tasks ran, and why tide ended the run."""
+    tasks ran, and why the run ended (the first failure's cause)."""
     now = time.time() if now is None else now
     if record is not None and record.ended:
         now = min(now, float(record.ended))
+    message = record.message if record is not None else ""
+    pol = recovery.policy(ctl.config)
     with ctl.sessions.begin() as s:
         row = jobrepo.get(s, report.job_id)
         if row is None or row.state not in LIVE:
             return None
-        state = final_state(report, row.cancel_requested)
-        gpu_seconds = accounting.close_attempt(
-            s,
-            row.id,
-            row.restarts,
-            now,
-            state if not _requeue(row) else "REQUEUED",
-            report.exit_code,
-            report.signal,
-        )
-        _charge_tail(ctl, row, now)
-        why = report.reason or ("requeue" if _requeue(row) else "")
-        if record is not None and record.message:
-            why = f"{why}: {record.message}" if why else record.message
-        if report.node:
-            why = f"{why} on {report.node}".strip()
-        if _requeue(row):
-            jobrepo.transition(
-                s,
-                row.id,
-                [row.state],
-                "PENDING",
-                now,
-                _requeue_values(row, gpu_seconds),
-                reason=f"requeued ({row.cancel_requested.rstrip(':')})",
-                actor=row.cancel_requested.split(":", 1)[1],
-            )
-            jobrepo.add_event(s, row.id, now, row.state, "REQUEUED", why, "controller")
-            state = "PENDING"
-        else:
-            jobrepo.transition(
-                s,
-                row.id,
-                [row.state],
-                state,
-                now,
-                {
-                    "end_time": now,
-                    "exit_code": report.exit_code,
-                    "exit_signal": report.signal,
-                    "gpu_seconds": row.gpu_seconds + gpu_seconds,
-                    "reason": "None" if state == "COMPLETED" else _reason(state, report),
-                    "tasks_running_time": _tasks_running(row, record),
-                },
-                reason=why or ("exit " + f"{report.exit_code}:{report.signal}"),
-                actor="executor",
-            )
+        ending = recovery.classify(report, row.cancel_requested, message, pol)
+        state = requeue_or_end(ctl, s, row, ending, now, tasks_running=_tasks_running(row, record))
     if ctl.loop is not None:
         ctl.loop.wake()
     return state
+
+
+def requeue_or_end(
+    ctl: Any,
+    session: Any,
+    row: JobRow,
+    ending: recovery.Ending,
+    now: float,
+    lost_gpu_seconds: float | None = None,
+    tasks_running: float | None = None,
+) -> str:
+    """Close the attempt of the live job `row` and either put the job back in the
+    queue (same id, restarts + 1, priority age and checkpoint kept, after the
+    backoff) or end it in `ending.state`. Returns the job's new state.
+
+    It goes back when a person asked (`ending.forced`), or when the failure is
+    retryable, the job requeueable and under MaxBatchRequeue. The attempt's lost
+    GPU-seconds follow recovery.lost_gpu_seconds unless given (pass 0.0 when
+    the caller already counted them). Preemption (issue 7) calls this with
+    Ending("PREEMPTED", cause, retryable=True, actor=...)."""
+    pol = recovery.policy(ctl.config)
+    if lost_gpu_seconds is None:
+        lost_gpu_seconds = recovery.lost_gpu_seconds(row, now, ending)
+    can = ending.retryable and recovery.requeueable(row, ctl.cluster, pol)
+    again = ending.forced or (can and row.restarts < pol.max_restarts)
+    gpu_seconds = accounting.close_attempt(
+        session,
+        row.id,
+        row.restarts,
+        now,
+        ending.state,
+        ending.exit_code,
+        ending.signal,
+        lost_gpu_seconds=lost_gpu_seconds,
+        cause=ending.cause[:1000],
+        last_checkpoint_step=row.last_checkpoint_step,
+        last_checkpoint_time=row.last_checkpoint,
+    )
+    _charge_tail(ctl, row, now)
+    totals = {
+        "gpu_seconds": row.gpu_seconds + gpu_seconds,
+        "lost_gpu_seconds": (row.lost_gpu_seconds or 0.0)
+        + (0.0 if ending.counted else lost_gpu_seconds),
+        "fail_cause": ending.cause[:1000] if ending.state != "COMPLETED" else row.fail_cause,
+    }
+    if again:
+        _back_to_queue(session, row, ending, now, pol, totals)
+        return "PENDING"
+    why = ending.cause or f"exit {ending.exit_code}:{ending.signal}"
+    if can and not again:
+        why += f" (not requeued: {row.restarts} restarts reached MaxBatchRequeue)"
+    values = {
+        **totals,
+        "end_time": now,
+        "exit_code": ending.exit_code,
+        "exit_signal": ending.signal,
+        "reason": _reason(ending),
+        "tasks_running_time": tasks_running if tasks_running else row.tasks_running_time,
+    }
+    jobrepo.transition(
+        session, row.id, [row.state], ending.state, now, values, reason=why, actor=ending.actor
+    )
+    return ending.state
+
+
+def _back_to_queue(
+    session: Any,
+    row: JobRow,
+    ending: recovery.Ending,
+    now: float,
+    pol: recovery.Policy,
+    totals: dict[str, Any],
+) -> None:
+    values = {**_requeue_values(row, 0.0), **totals}
+    values["eligible_time"] = row.eligible_time  # the priority age is kept
+    delay = 0.0 if ending.forced else pol.delay(row.restarts + 1)
+    if delay > 0:
+        req = codec.request_from_json(row.request)
+        begin = max(req.begin or 0.0, now + delay)
+        values["request"] = codec.request_json(replace(req, begin=begin))
+    jobrepo.transition(
+        session,
+        row.id,
+        [row.state],
+        "PENDING",
+        now,
+        values,
+        reason=f"{recovery.describe(row, values)} after {delay:g} s: {ending.cause}",
+        actor=ending.actor,
+    )
+    jobrepo.add_event(session, row.id, now, row.state, "REQUEUED", ending.cause, "controller")
 
 
 def _tasks_running(row: JobRow, record: Any) -> float | None:
@@ -174,19 +207,16 @@ def _tasks_running(row: JobRow, record: Any) -> float | None:
     return float(record.started) if one_task and record.started else None
 
 
-def _requeue(row: JobRow) -> bool:
-    if row.cancel_requested.startswith(NODE_FAIL):
-        return bool(json.loads(row.request).get("requeue"))  # sbatch --requeue
-    return row.cancel_requested.startswith(REQUEUE)
-
-
-def _reason(state: str, report: ExitReport) -> str:
+def _reason(ending: recovery.Ending) -> str:
+    """The Reason column of an ended job (sacct's)."""
     return {
+        "COMPLETED": "None",
         "TIMEOUT": "TimeLimit",
         "CANCELLED": "None",
         "NODE_FAIL": "NodeDown",
+        "PREEMPTED": "Preempted",
         "OUT_OF_MEMORY": "OutOfMemory",
-    }.get(state, "NonZeroExitCode" if report.exit_code else "RaisedSignal")
+    }.get(ending.state, "RaisedSignal" if ending.signal else "NonZeroExitCode")
 
 
 def _requeue_values(row: JobRow, gpu_seconds: float) -> dict[str, Any]:

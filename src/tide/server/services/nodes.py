@@ -7,6 +7,7 @@ ALLOCATED; DRAINING while jobs still run on a drained node, DRAINED after.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from typing import Any
@@ -21,6 +22,8 @@ from tide.server.services.lifecycle import LIVE
 from tide.store import codec
 from tide.store import nodes as noderepo
 from tide.store.models import JobRow
+
+log = logging.getLogger("tide.server")
 
 
 def _usage(ctl: Any) -> dict[int, dict[str, Any]]:
@@ -130,7 +133,37 @@ def partitions(ctl: Any) -> list[dict[str, Any]]:
 
 
 def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> list[dict]:
-    """drain / resume / down, for a hostlist of nodes (operators)."""
+    """drain / resume / down / fail, for a hostlist of nodes (operators). "FAIL"
+    simulates a node failure (the local executor kills the node's agent), so
+    the node goes DOWN the way a dead machine does."""
+    wanted = _names(ctl, names)
+    if state in ("DRAIN", "DOWN") and not reason.strip():
+        raise bad_request(
+            f"a reason is required to set {state}", "reason", 'give one, e.g. reason="bad GPU"'
+        )
+    if state == "FAIL":
+        fail = getattr(ctl.executor, "fail_node", None)
+        if fail is None:
+            raise bad_request(
+                "this executor cannot simulate a node failure", "nodes", "use `tide node down`"
+            )
+        for name in wanted:
+            fail(name)
+        mark_down(ctl, wanted, reason or "failed (tide node fail)", who.user)
+    else:
+        _store_state(ctl, wanted, state, reason, who.user)
+        if state == "DOWN":
+            _fail_jobs_on(ctl, set(wanted), reason, who.user)
+        if state == "IDLE" and hasattr(ctl.executor, "resume_node"):
+            for name in wanted:
+                ctl.executor.resume_node(name)
+    if ctl.loop is not None:
+        ctl.loop.wake()
+    rows = {n["name"]: n for n in listing(ctl)}
+    return [rows[n] for n in wanted]
+
+
+def _names(ctl: Any, names: str) -> list[str]:
     try:
         wanted = expand(names)
     except HostlistError as e:
@@ -139,38 +172,43 @@ def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> 
     for name in wanted:
         if name not in known:
             raise not_found("node", name, "list nodes with `tide nodes -N`")
-    if state in ("DRAIN", "DOWN") and not reason.strip():
-        raise bad_request(
-            f"a reason is required to set {state}", "reason", 'give one, e.g. reason="bad GPU"'
-        )
+    return wanted
+
+
+def _store_state(ctl: Any, names: list[str], state: str, reason: str, actor: str) -> None:
     now = time.time()
+    text = reason if state != "IDLE" else ""
     with ctl.sessions.begin() as s:
-        for name in wanted:
-            noderepo.set_state(s, name, state, reason if state != "IDLE" else "", who.user, now)
-    for name in wanted:
-        ctl.set_node_state(name, state, reason if state != "IDLE" else "")
-    if state == "DOWN":
-        _fail_jobs_on(ctl, who, set(wanted), reason)
+        for name in names:
+            noderepo.set_state(s, name, state, text, actor, now)
+    for name in names:
+        ctl.set_node_state(name, state, text)
+
+
+def mark_down(ctl: Any, names: list[str], reason: str, actor: str) -> None:
+    """A node failed: DOWN (out of scheduling until resumed), its jobs lose it."""
+    _store_state(ctl, names, "DOWN", reason, actor)
+    _fail_jobs_on(ctl, set(names), reason, actor)
     if ctl.loop is not None:
         ctl.loop.wake()
-    rows = {n["name"]: n for n in listing(ctl)}
-    return [rows[n] for n in wanted]
 
 
-def _fail_jobs_on(ctl: Any, who: Principal, names: set[str], reason: str) -> None:
-    """Slurm kills the jobs of a node set DOWN: they end NODE_FAIL, or wait again
-    when submitted with --requeue (tide.server.services.lifecycle)."""
+def _fail_jobs_on(ctl: Any, names: set[str], reason: str, actor: str) -> None:
+    """The jobs of a node gone DOWN lose it: its processes die, the rest of each
+    job is torn down (tide.exec.supervisor.fail_node), and the job ends
+    NODE_FAIL or, requeueable, waits again (tide.server.services.lifecycle)."""
     from tide.server.services.lifecycle import NODE_FAIL
     from tide.store import jobs as jobrepo
 
-    index = {i for i, n in enumerate(ctl.cluster.nodes) if n.name in names}
+    index = {i: n.name for i, n in enumerate(ctl.cluster.nodes) if n.name in names}
     now = time.time()
-    doomed = []
+    doomed: list[tuple[int, str]] = []
     with ctl.sessions.begin() as s:
         stmt = select(JobRow.id, JobRow.state, JobRow.allocation).where(JobRow.state.in_(LIVE))
         for job_id, st, text in list(s.execute(stmt)):
             alloc = codec.alloc_from_json(text)
-            if alloc is None or not index & set(alloc.node_indices):
+            lost = [index[i] for i in alloc.node_indices if i in index] if alloc else []
+            if not lost:
                 continue
             jobrepo.transition(
                 s,
@@ -178,11 +216,61 @@ def _fail_jobs_on(ctl: Any, who: Principal, names: set[str], reason: str) -> Non
                 [st],
                 "COMPLETING",
                 now,
-                {"cancel_requested": NODE_FAIL + who.user},
-                reason=f"node down: {reason}",
-                actor=who.user,
+                {"cancel_requested": NODE_FAIL + actor},
+                reason=f"node {lost[0]} down: {reason}",
+                actor=actor,
             )
-            doomed.append(job_id)
-    for job_id in doomed:
-        if ctl.executor is not None:
-            ctl.executor.cancel(job_id, grace=ctl.settings.kill_wait)
+            doomed.append((job_id, lost[0]))
+    for job_id, node in doomed:
+        _stop_for_node(ctl, job_id, node, f"node {node} failed: {reason}")
+
+
+def _stop_for_node(ctl: Any, job_id: int, node: str, message: str) -> None:
+    ex = ctl.executor
+    if ex is None:
+        return
+    if hasattr(ex, "node_failed"):
+        ex.node_failed(job_id, node, message)
+    else:
+        ex.cancel(job_id, grace=ctl.settings.kill_wait)
+
+
+# --- the node watcher (tide.exec.agent) --------------------------------------------
+
+
+def start_agents(ctl: Any) -> None:
+    """Start (or adopt) the executor's node agents, with the cluster's
+    HealthCheckProgram and HealthCheckInterval (slurm.conf keys)."""
+    start = getattr(ctl.executor, "start_nodes", None)
+    if start is None:
+        return
+    extra = {k.lower(): v for k, v in ctl.config.extra.items()}
+    program = extra.get("healthcheckprogram", "")
+    try:
+        interval = float(extra.get("healthcheckinterval", 30) or 30)
+    except ValueError:
+        interval = 30.0
+    start([n.name for n in ctl.cluster.nodes], program, max(1.0, interval))
+
+
+def watch(ctl: Any) -> None:
+    """Nodes whose agent stopped answering go DOWN; a failed health check drains
+    its node with the check's output as the reason (the loop calls this often)."""
+    health = getattr(ctl.executor, "node_health", None)
+    if health is None:
+        return
+    with ctl.lock:
+        states = dict(ctl.node_states)
+    for n in ctl.cluster.nodes:
+        admin = states.get(n.name, (str(n.state), ""))[0]
+        if admin in ("DOWN", "FUTURE"):
+            continue
+        h = health(n.name)
+        if not h.alive:
+            log.warning("node %s is not responding: %s", n.name, h.why)
+            mark_down(ctl, [n.name], f"not responding: {h.why}", "tide")
+        elif h.failed_check is not None and admin != "DRAIN":
+            log.warning("node %s failed its health check: %s", n.name, h.failed_check)
+            _store_state(ctl, [n.name], "DRAIN", f"health check: {h.failed_check}", "tide")
+            if ctl.loop is not None:
+                ctl.loop.wake()

@@ -92,6 +92,7 @@ def usage_report(ctl: Any, who: Principal, start: float, end: float, by: str) ->
         )
         r["jobs"] += x.jobs
         r["gpu_seconds"] += x.gpu_seconds
+        r["lost_gpu_seconds"] = r.get("lost_gpu_seconds", 0.0) + x.lost_gpu_seconds
     out = []
     for r in rows.values():
         price = prices.get(r["gpu_type"], prices.get("", 0.0))
@@ -108,4 +109,5 @@ def usage_report(ctl: Any, who: Principal, start: float, end: float, by: str) ->
         "lines": out,
         "total_gpu_hours": sum(r["gpu_hours"] for r in out),
         "total_cost": sum(r["cost"] for r in out),
+        "total_lost_gpu_hours": sum(r["lost_gpu_seconds"] for r in out) / 3600.0,
     }

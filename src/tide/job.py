@@ -1,0 +1,135 @@
+"""Helpers for code running inside a tide job: the checkpoint protocol (docs/recovery.md).
+
+    import tide.job as job
+
+    job.install_signal_handler()          # --signal / preemption warning -> should_checkpoint()
+    start = 0
+    if (last := job.latest_checkpoint()) is not None:
+        step, path = last                   # a restarted job resumes here
+        start = load(path) + 1
+    for step in range(start, steps):
+        train_one_step()
+        job.notify_step(step)
+        if step % 100 == 0 or job.should_checkpoint():
+            save(job.checkpoint_path(step))  # write, then
+            job.notify_checkpoint(step)      # tell tide: work before this survives
+
+Only the standard library is used, so the helper works in any environment
+with tide's source on the path (tide puts it in TIDE_PYTHONPATH). Outside a
+tide job the functions still work: the checkpoint dir defaults to
+./checkpoints and reports are skipped. A report that cannot reach the server
+prints a warning and never stops training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import FrameType
+
+_CKPT = re.compile(r"^ckpt-(\d+)\.[A-Za-z0-9]+$")
+_state = {"warned": False}
+
+
+def job_id() -> str:
+    """This job's id ("" outside a job)."""
+    return os.environ.get("SLURM_JOB_ID", "")
+
+
+def restart_count() -> int:
+    """How many times this job was requeued: 0 on its first run."""
+    text = os.environ.get("TIDE_RESTART_COUNT") or os.environ.get("SLURM_RESTART_COUNT") or "0"
+    return int(text) if text.isdigit() else 0
+
+
+def rank() -> int:
+    """The task's global rank (0 in the batch script)."""
+    text = os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or "0"
+    return int(text) if text.isdigit() else 0
+
+
+def checkpoint_dir() -> Path:
+    """The job's checkpoint directory: one per job, kept across its restarts."""
+    path = Path(os.environ.get("TIDE_CHECKPOINT_DIR") or "checkpoints")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def checkpoint_path(step: int, suffix: str = "pt") -> Path:
+    """Where the checkpoint of `step` goes: <checkpoint_dir>/ckpt-<step>.<suffix>.
+    Write to a temporary name and rename (atomic_write does): a crash in the
+    middle of a save must not leave a checkpoint that looks whole."""
+    return checkpoint_dir() / f"ckpt-{step:09d}.{suffix}"
+
+
+def latest_checkpoint() -> tuple[int, Path] | None:
+    """(step, path) of the newest complete checkpoint, or None on a first run."""
+    found = []
+    for p in checkpoint_dir().iterdir():
+        m = _CKPT.match(p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return max(found) if found else None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so readers see all of it or nothing."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def install_signal_handler(*signals: int) -> None:
+    """Catch the warning tide sends before a time limit or a preemption
+    (--signal, SIGUSR1 by default; SIGTERM at the kill itself), so the job can
+    save: should_checkpoint() then answers True once."""
+    for sig in signals or (signal.SIGUSR1, signal.SIGTERM):
+        signal.signal(sig, _on_warning)
+
+
+def _on_warning(_sig: int, _frame: FrameType | None) -> None:
+    _state["warned"] = True
+
+
+def should_checkpoint() -> bool:
+    """True once after the warning signal arrived."""
+    warned = _state["warned"]
+    _state["warned"] = False
+    return warned
+
+
+def notify_step(step: int) -> None:
+    """Report training step `step` (rank 0 only; others return at once)."""
+    _notify({"event": "step", "step": int(step)})
+
+
+def notify_checkpoint(step: int) -> None:
+    """Report that the checkpoint of `step` is complete and durable (rank 0 only):
+    a failure after this loses only the work done since."""
+    _notify({"event": "checkpoint", "step": int(step)})
+
+
+def _notify(body: dict[str, object]) -> None:
+    url, token, jid = os.environ.get("TIDE_URL"), os.environ.get("TIDE_JOB_TOKEN"), job_id()
+    if rank() != 0 or not (url and token and jid):
+        return
+    req = urllib.request.Request(
+        f"{url.rstrip('/')}/v1/jobs/{jid}/notify",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
+    except (urllib.error.URLError, OSError) as e:
+        print(f"tide.job: could not report {body} to {url}: {e}", file=sys.stderr, flush=True)

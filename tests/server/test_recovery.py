@@ -1,0 +1,360 @@
+"""Recovery against a real server and real processes (issue 5, docs/recovery.md):
+gang teardown of a multi-node job, requeue with the checkpoint dir handed over,
+node failure by a killed agent and by `tide node fail`, a failing health check,
+and a kill -9 of the controller with 200 jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from serverproc import ServerProc, job, submit, wait_state
+
+pytestmark = pytest.mark.slow
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED"}
+
+CLUSTER = """\
+name: rec
+nodes:
+- names: n[1-3]
+  cpus: 4
+  sockets: 1
+  cores_per_socket: 4
+  real_memory: 8000
+  gpus: {{count: 2, type: t4}}
+partitions:
+- name: gpu
+  nodes: n[1-3]
+  default: true
+  max_time: 1h
+  default_time: 30m
+scheduler:
+  bf_interval: 1s
+  extra:
+    RequeueBackoff: "1"
+    HealthCheckProgram: {check}
+    HealthCheckInterval: "1"
+"""
+
+# Fails on n3 once the marker file exists, with a reason like NHC's.
+CHECK = """#!/bin/sh
+if [ "$TIDE_NODE" = n3 ] && [ -e {mark} ]; then echo "GPU 1: fell off the bus"; exit 1; fi
+exit 0
+"""
+
+
+def _start(tmp: Path) -> ServerProc:
+    check = tmp / "check.sh"
+    check.write_text(CHECK.format(mark=tmp / "sick-n3"))
+    check.chmod(0o755)
+    cluster = tmp / "rec.yaml"
+    cluster.write_text(CLUSTER.format(check=check))
+    args = ["--cluster", str(cluster), "--kill-wait", "2", "--bf-interval", "1"]
+    return ServerProc(tmp / "data", args).start()
+
+
+@pytest.fixture(scope="module")
+def rec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
+    tmp = tmp_path_factory.mktemp("rec")
+    srv = _start(tmp)
+    srv.work = tmp / "work"  # type: ignore[attr-defined]
+    srv.work.mkdir()  # type: ignore[attr-defined]
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _wait_for(what: str, fn: Any, timeout: float) -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = fn()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _task_pids(path: Path, n: int) -> dict[int, int]:
+    """rank -> pid, from the lines tasks write: 'RANK PID NODE'."""
+    if not path.exists():
+        return {}
+    got = {int(r): int(p) for r, p, _ in (ln.split() for ln in path.read_text().splitlines())}
+    return got if len(got) >= n else {}
+
+
+# Two nodes, one task each; on a restart the tasks report 'resumed' and end.
+GANG = """#!/bin/bash
+#SBATCH -N2 --ntasks-per-node=1 --gpus-per-node=1 --requeue -o gang-%j.out
+srun bash -c 'echo "$SLURM_PROCID $$ $SLURMD_NODENAME" >> \
+"$TIDE_CHECKPOINT_DIR/tasks.$SLURM_RESTART_COUNT"
+if [ "$SLURM_RESTART_COUNT" -gt 0 ]; then echo "resumed $SLURM_PROCID"; exit 0; fi
+exec sleep 300'
+"""
+
+
+def test_killed_task_tears_down_its_gang_and_the_job_resumes(rec: ServerProc) -> None:
+    with rec.client() as c:
+        jid = submit(c, GANG, rec.work).json()["job_id"]  # type: ignore[attr-defined]
+        wait_state(c, jid, {"RUNNING"})
+        ckpt = rec.data_dir / "exec" / "checkpoints" / str(jid)
+        pids = _wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
+        os.kill(pids[1], signal.SIGKILL)
+        killed = time.time()
+        _wait_for("the sibling task to end", lambda: not _alive(pids[0]), 10)
+        teardown = time.time() - killed
+        j = wait_state(c, jid, {"COMPLETED", "FAILED"}, timeout=60)
+    assert teardown <= 10.0
+    assert j["state"] == "COMPLETED" and j["restarts"] == 1, j
+    first, second = j["attempts"]
+    assert first["state"] == "FAILED" and first["exit"] == "0:9", first
+    assert "task 1" in first["cause"] and "SIGKILL" in first["cause"], first
+    assert second["state"] == "COMPLETED"
+    assert "task 1 on" in j["recovery"]["fail_cause"]
+    out = (rec.work / f"gang-{jid}.out").read_text()  # type: ignore[attr-defined]
+    assert "resumed 0" in out and "resumed 1" in out
+    assert (ckpt / "tasks.1").exists()  # the same checkpoint dir on the restart
+    shown = _tide(rec, "show", "job", str(jid))
+    assert "Attempt=0 State=FAILED" in shown and "Cause=task 1 on" in shown, shown
+
+
+def _node_state(c: httpx.Client, name: str) -> dict[str, Any]:
+    return c.get(f"/v1/nodes/{name}").json()
+
+
+def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) -> None:
+    with rec.client() as c:
+        jid = submit(c, GANG, rec.work).json()["job_id"]  # type: ignore[attr-defined]
+        j = wait_state(c, jid, {"RUNNING"})
+        ckpt = rec.data_dir / "exec" / "checkpoints" / str(jid)
+        pids = _wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
+        second = _expand(j["nodelist"])[1]  # rank 1's node
+        agent = int((rec.data_dir / "exec" / "nodes" / second / "agent.pid").read_text())
+        os.kill(agent, signal.SIGKILL)
+        killed = time.time()
+        _wait_for("DOWN", lambda: _node_state(c, second)["state"] == "DOWN", 10)
+        down = time.time() - killed
+        _wait_for("the tasks to end", lambda: not (_alive(pids[0]) or _alive(pids[1])), 10)
+        gone = time.time() - killed
+        assert "not responding" in _node_state(c, second)["reason"]
+        j = wait_state(c, jid, {"COMPLETED", "FAILED", "NODE_FAIL"}, timeout=60)
+        assert j["state"] == "COMPLETED" and j["restarts"] == 1, j
+        assert j["attempts"][0]["state"] == "NODE_FAIL"
+        assert second not in _expand(j["nodelist"])  # it stays out of scheduling
+        c.post(f"/v1/nodes/{second}/resume").raise_for_status()
+        _wait_for("a new agent", lambda: _node_state(c, second)["state"] == "IDLE", 10)
+    assert down <= 10.0 and gone <= 10.0
+
+
+def _expand(nodelist: str) -> list[str]:
+    from tide.hostlist import expand
+
+    return expand(nodelist)
+
+
+def test_tide_node_fail_fails_the_node_like_a_dead_agent(rec: ServerProc) -> None:
+    script = "#!/bin/bash\n#SBATCH --gpus-per-node=2 --no-requeue -w n1\nsleep 300\n"
+    env = {
+        **os.environ,
+        "TIDE_URL": rec.url,
+        "TIDE_TOKEN": rec.admin_token,
+    }
+    with rec.client() as c:
+        jid = submit(c, script, rec.work).json()["job_id"]  # type: ignore[attr-defined]
+        wait_state(c, jid, {"RUNNING"})
+        cli = [sys.executable, "-m", "tide.cli.main"]
+        done = subprocess.run([*cli, "node", "fail", "n1"], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "n1: DOWN" in done.stdout
+        j = wait_state(c, jid, DONE, timeout=20)
+        assert j["state"] == "NODE_FAIL" and j["restarts"] == 0, j
+        assert j["lost_gpu_seconds"] > 0 and j["attempts"][0]["lost_gpu_seconds"] > 0
+        c.post("/v1/nodes/n1/resume").raise_for_status()
+        _wait_for("n1 back", lambda: _node_state(c, "n1")["state"] == "IDLE", 10)
+
+
+def test_failing_health_check_drains_its_node_with_the_reason(rec: ServerProc) -> None:
+    mark = rec.data_dir.parent / "sick-n3"
+    mark.write_text("")
+    env = {**os.environ, "TIDE_URL": rec.url, "TIDE_TOKEN": rec.admin_token}
+    try:
+        with rec.client() as c:
+            _wait_for("n3 drained", lambda: _node_state(c, "n3")["admin_state"] == "DRAIN", 15)
+        cli = [sys.executable, "-m", "tide.cli.main", "nodes", "-N"]
+        out = subprocess.run(cli, env=env, capture_output=True, text=True, check=True).stdout
+        line = next(ln for ln in out.splitlines() if ln.startswith("n3"))
+        assert "drain" in line and "GPU 1: fell off the bus" in line, out
+    finally:
+        mark.unlink()
+        health = rec.data_dir / "exec" / "nodes" / "n3" / "health.json"
+        healthy = lambda: json.loads(health.read_text()).get("ok")  # noqa: E731
+        _wait_for("a passing health check", healthy, 15)  # else a late failure drains again
+        with rec.client() as c:
+            c.post("/v1/nodes/n3/resume").raise_for_status()
+
+
+def _item(script: str, cwd: Path) -> dict[str, Any]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp")}
+    return {"script": script, "argv": [], "cwd": str(cwd), "env": env}
+
+
+RUN = """#!/bin/bash
+#SBATCH --gpus-per-node=1 -o /dev/null
+echo "$SLURM_JOB_ID $SLURM_RESTART_COUNT" >> {ledger}
+sleep {secs}
+"""
+
+
+def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    """200 jobs: 6 running (3 end while the controller is dead, 3 after it is
+    back) and 194 queued behind them. kill -9, restart: every job is known, the
+    live ones are re-adopted, the ended ones collected, none runs twice, and
+    every attempt has exactly one accounting record."""
+    ledger = tmp_path / "ledger"
+    work = tmp_path / "work"
+    work.mkdir()
+    srv = _start(tmp_path)
+    items = [_item(RUN.format(ledger=ledger, secs=3 if i < 3 else 15), work) for i in range(6)]
+    items += [_item(RUN.format(ledger=ledger, secs=1), work) for _ in range(194)]
+    try:
+        with srv.client() as c:
+            res = c.post("/v1/jobs/batch", json={"jobs": items}).json()["results"]
+            ids = [r["job_id"] for r in res]
+            assert len(set(ids)) == 200
+            _wait_for("6 running", lambda: len(_lines(ledger)) >= 6, 60)
+            supervisors = {j: _supervisor(srv, j) for j in ids[3:6]}
+        srv.proc.kill()  # type: ignore[union-attr]  # kill -9
+        srv.proc.wait()  # type: ignore[union-attr]
+        srv.proc = None
+        time.sleep(5)  # the short jobs end while no controller runs
+        srv.start()
+        with srv.client() as c:
+            jobs = {j["id"]: j for j in c.get("/v1/jobs", params={"all": "true"}).json()["jobs"]}
+            assert set(jobs) == set(ids)
+            for j in ids[3:6]:
+                assert job(c, j)["state"] == "RUNNING"  # re-adopted, same supervisor
+                assert _supervisor(srv, j) == supervisors[j]
+            for j in ids[:3]:
+                assert wait_state(c, j, DONE, timeout=30)["state"] == "COMPLETED"
+            for j in ids[6:]:
+                c.delete(f"/v1/jobs/{j}")
+            final = [wait_state(c, j, DONE, timeout=60) for j in ids]
+    finally:
+        srv.stop()
+    assert all(f["state"] in ("COMPLETED", "CANCELLED") for f in final)
+    runs: dict[int, int] = {}
+    for line in _lines(ledger):
+        jid = int(line.split()[0])
+        runs[jid] = runs.get(jid, 0) + 1
+    for f in final:
+        attempts = f["attempts"]
+        assert runs.get(f["id"], 0) <= len(attempts) <= 1, f  # ran at most once
+        if f["state"] == "COMPLETED":
+            assert runs[f["id"]] == 1 and attempts[0]["state"] == "COMPLETED"
+        assert all(a["end"] is not None for a in attempts)
+        assert f["restarts"] == 0
+    assert all(f["state"] == "COMPLETED" for f in final[:6])
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _supervisor(srv: ServerProc, job_id: int) -> int:
+    return int((srv.data_dir / "exec" / "jobs" / str(job_id) / "supervisor.pid").read_text())
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DDP_ARGS = ["--steps", "40", "--every", "5", "--sleep", "0.1"]
+
+
+def _ddp(c: httpx.Client, out: Path, options: list[str]) -> int:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/tmp",
+        "PYTHON": sys.executable,
+    }
+    script = (EXAMPLES / "train_ddp.sbatch").read_text()
+    argv = [*options, "-o", str(out), "train_ddp.sbatch", *DDP_ARGS]
+    r = submit(c, script, EXAMPLES, argv, env=env)
+    assert r.status_code == 201, r.text
+    return int(r.json()["job_id"])
+
+
+def _runs(text: str) -> list[list[str]]:
+    """The output split into runs (each starts with train_ddp.py's 'start step')."""
+    runs: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("start step"):
+            runs.append([])
+        if runs:
+            runs[-1].append(line)
+    return runs
+
+
+def test_ddp_example_resumes_from_its_checkpoint_after_a_node_failure(rec: ServerProc) -> None:
+    pytest.importorskip("torch")
+    out = rec.work / "ddp"  # type: ignore[attr-defined]
+    out.mkdir()
+    with rec.client() as c:
+        ref = _ddp(
+            c, out / "ref.out", ["-N1", "--ntasks-per-node=2", "--gpus-per-node=2", "-w", "n3"]
+        )
+        jid = _ddp(c, out / "hit.out", ["-w", "n1,n2"])
+
+        def progressed() -> bool:
+            r = job(c, jid)["recovery"]
+            ckpt = r["last_checkpoint_step"]
+            return ckpt is not None and ckpt >= 9 and (r["last_step"] or 0) >= ckpt + 2
+
+        _wait_for("two checkpoints and progress", progressed, 120)
+        c.post("/v1/nodes/n2/fail", json={"reason": "test"}).raise_for_status()
+        _wait_for("the requeue", lambda: job(c, jid)["restarts"] == 1, 20)
+        c.post("/v1/nodes/n2/resume").raise_for_status()
+        hit = wait_state(c, jid, DONE, timeout=180)
+        base = wait_state(c, ref, DONE, timeout=180)
+    assert hit["state"] == base["state"] == "COMPLETED", (hit, base)
+    first, second = _runs((out / "hit.out").read_text())
+    saved = [int(ln.split()[1]) for ln in first if ln.startswith("checkpoint")]
+    resumed = [int(ln.split()[1]) for ln in second if ln.startswith("step ")]
+    assert resumed[0] == saved[-1] + 1  # from the last checkpoint, repeating no step before it
+    assert resumed == list(range(saved[-1] + 1, 40))
+    final = [ln for ln in (out / "hit.out").read_text().splitlines() if ln.startswith("final")]
+    assert final == [
+        ln for ln in (out / "ref.out").read_text().splitlines() if ln.startswith("final")
+    ]
+    env = {**os.environ, "TIDE_URL": rec.url, "TIDE_TOKEN": rec.admin_token}
+    cmd = [sys.executable, "-m", "tide.cli.main", "acct", "-j", str(jid), "-P"]
+    cmd += ["--format", "JobID,State,Restarts,LostGPUSeconds"]
+    acct = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    row = acct.splitlines()[1].split("|")
+    assert row[:3] == [str(jid), "COMPLETED", "1"] and float(row[3]) > 0, acct
+    report = _tide(rec, "report", "-S", "now-1hour", "--by", "account", "--json")
+    assert json.loads(report)["total_lost_gpu_hours"] > 0, report
+
+
+def _tide(srv: ServerProc, *args: str) -> str:
+    env = {**os.environ, "TIDE_URL": srv.url, "TIDE_TOKEN": srv.admin_token}
+    cmd = [sys.executable, "-m", "tide.cli.main", *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def _final(path: Path) -> list[str]:
+    return [ln for ln in path.read_text().splitlines() if ln.startswith("final loss")]
