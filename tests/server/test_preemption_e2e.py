@@ -124,6 +124,9 @@ def test_qos_preemption_requeues_after_the_grace(srv: Any) -> None:
                 "Preemptor,LostGPUSeconds", "-P")  # fmt: skip
     assert acct.returncode == 0, acct.stderr
     assert acct.stdout.splitlines()[1].split("|")[3:5] == ["1", str(urgent)], acct.stdout
+    qos = {x.split()[0]: x.split() for x in tide(srv, "admin", "qos", "list").stdout.splitlines()
+           if x.strip()}  # fmt: skip
+    assert qos["low"][3:5] == ["REQUEUE", "3"] and qos["susp"][3] == "SUSPEND", qos  # no Preempt
 
 
 def _lines(path: Path, word: str) -> list[str]:
@@ -284,3 +287,33 @@ def test_a_restarted_controller_kills_the_victim_in_grace_and_requeues_it(srv: A
     assert u["state"] == "COMPLETED" and j["state"] == "COMPLETED" and j["restarts"] == 1
     assert _event(j, "preempted by job")["time"] - j["preemption"]["time"] >= GRACE
     assert j["attempts"][1]["start"] >= u["start_time"]
+
+
+# PreemptMode=CANCEL, and a job that reports a checkpoint: it loses only the work since.
+CHECKPOINTER = """#!/bin/bash
+#SBATCH --gpus-per-node=4 --qos=lowc -A physics -p rq
+trap '' TERM
+sleep 2
+PYTHON -m tide.cli.main notify checkpoint 100 && echo "ckpt $(date +%s.%N)" > ckpt.txt
+for i in $(seq 600); do sleep 0.1; done
+"""
+
+
+def test_cancel_mode_ends_preempted_and_counts_work_since_the_checkpoint(srv: Any) -> None:
+    d = _dir(srv, "cancel")
+    with srv.client() as c:
+        victim = submit(c, CHECKPOINTER.replace("PYTHON", sys.executable), d).json()["job_id"]
+        wait_state(c, victim, {"RUNNING"})
+        _wait(lambda: (d / "ckpt.txt").exists(), what="the checkpoint")
+        time.sleep(1.0)
+        urgent = submit(c, URGENT, d).json()["job_id"]
+        j = wait_state(c, victim, DONE, timeout=60)
+        u = wait_state(c, urgent, DONE, timeout=60)
+    assert j["state"] == "PREEMPTED" and j["restarts"] == 0 and u["state"] == "COMPLETED", j
+    p = j["preemption"]
+    assert p["mode"] == "CANCEL" and p["preemptor"] == urgent and p["last_checkpoint"]
+    kill = _event(j, "preempted by job")["time"]
+    assert kill - p["time"] >= GRACE - 0.05
+    # 4 GPUs x (kill - checkpoint): about 4 x 4 s, not 4 x the 6 s since the start
+    assert p["lost_gpu_seconds"] == pytest.approx(4 * (kill - p["last_checkpoint"]), abs=2.0)
+    assert p["lost_gpu_seconds"] < 4 * (kill - j["start_time"]) - 4.0

@@ -311,18 +311,22 @@ def qos_list(as_json: JsonOpt = False) -> None:
         print_json(qs)
         return
     table(
-        ["Name", "Priority", "UsageFactor", "Preempt", "Limits"],
+        ["Name", "Priority", "UsageFactor", "Preempt", "PreemptMode", "GraceTime",
+         "PreemptExemptTime", "Limits"],
         [
             [
                 q["name"],
                 q["priority"],
                 q["usage_factor"],
                 ",".join(q["preempt"]),
+                q.get("preempt_mode") or "cluster",
+                q.get("grace_time") or 0,
+                "-" if q.get("preempt_exempt_time") is None else q["preempt_exempt_time"],
                 _limits_text(q["limits"]),
             ]
             for q in qs
         ],
-    )
+    )  # fmt: skip
 
 
 @qos_app.command("add")
