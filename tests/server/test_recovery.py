@@ -100,13 +100,14 @@ def _task_pids(path: Path, n: int) -> dict[int, int]:
     return got if len(got) >= n else {}
 
 
-# Two nodes, one task each; on a restart the tasks report 'resumed' and end.
+# Two nodes, one task each, deaf to SIGTERM (a rank stuck in a collective: only
+# SIGKILL after the grace ends it); on a restart the tasks report 'resumed'.
 GANG = """#!/bin/bash
 #SBATCH -N2 --ntasks-per-node=1 --gpus-per-node=1 --requeue -o gang-%j.out
-srun bash -c 'echo "$SLURM_PROCID $$ $SLURMD_NODENAME" >> \
+srun bash -c 'trap "" TERM; echo "$SLURM_PROCID $$ $SLURMD_NODENAME" >> \
 "$TIDE_CHECKPOINT_DIR/tasks.$SLURM_RESTART_COUNT"
 if [ "$SLURM_RESTART_COUNT" -gt 0 ]; then echo "resumed $SLURM_PROCID"; exit 0; fi
-exec sleep 300'
+sleep 300'
 """
 
 
@@ -118,7 +119,7 @@ def test_killed_task_tears_down_its_gang_and_the_job_resumes(rec: ServerProc) ->
         pids = _wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
         os.kill(pids[1], signal.SIGKILL)
         killed = time.time()
-        _wait_for("the sibling task to end", lambda: not _alive(pids[0]), 10)
+        _wait_for("the sibling task to end", lambda: not _alive(pids[0]), 10.5)
         teardown = time.time() - killed
         j = wait_state(c, jid, {"COMPLETED", "FAILED"}, timeout=60)
     assert teardown <= 10.0
@@ -149,9 +150,9 @@ def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) 
         agent = int((rec.data_dir / "exec" / "nodes" / second / "agent.pid").read_text())
         os.kill(agent, signal.SIGKILL)
         killed = time.time()
-        _wait_for("DOWN", lambda: _node_state(c, second)["state"] == "DOWN", 10)
+        _wait_for("DOWN", lambda: _node_state(c, second)["state"] == "DOWN", 10.5)
         down = time.time() - killed
-        _wait_for("the tasks to end", lambda: not (_alive(pids[0]) or _alive(pids[1])), 10)
+        _wait_for("the tasks to end", lambda: not (_alive(pids[0]) or _alive(pids[1])), 10.5)
         gone = time.time() - killed
         assert "not responding" in _node_state(c, second)["reason"]
         j = wait_state(c, jid, {"COMPLETED", "FAILED", "NODE_FAIL"}, timeout=60)
@@ -161,6 +162,24 @@ def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) 
         c.post(f"/v1/nodes/{second}/resume").raise_for_status()
         _wait_for("a new agent", lambda: _node_state(c, second)["state"] == "IDLE", 10)
     assert down <= 10.0 and gone <= 10.0
+
+
+def test_stalled_agent_marks_its_node_down(rec: ServerProc) -> None:
+    """A node that stops answering without dying (its agent stopped): DOWN once
+    its heartbeat is 5 s old, within 10 s."""
+    agent = int((rec.data_dir / "exec" / "nodes" / "n3" / "agent.pid").read_text())
+    os.kill(agent, signal.SIGSTOP)
+    stopped = time.time()
+    try:
+        with rec.client() as c:
+            _wait_for("DOWN", lambda: _node_state(c, "n3")["state"] == "DOWN", 10.5)
+            assert time.time() - stopped <= 10.0
+            assert "no heartbeat" in _node_state(c, "n3")["reason"]
+    finally:
+        os.kill(agent, signal.SIGCONT)
+    with rec.client() as c:
+        c.post("/v1/nodes/n3/resume").raise_for_status()
+        assert _node_state(c, "n3")["state"] == "IDLE"
 
 
 def _expand(nodelist: str) -> list[str]:
