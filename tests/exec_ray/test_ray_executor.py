@@ -186,14 +186,24 @@ def test_killed_node_fails_its_job_and_a_new_node_joins(
     ex.forget(205)
 
 
-def test_torch_ddp_example_across_two_ray_nodes(ex: RayExecutor, tmp_path: Path) -> None:
+def test_torch_ddp_example_across_two_ray_nodes(
+    rc: raycluster.RayTestCluster, ex: RayExecutor, tmp_path: Path
+) -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py"
     if not example.exists():
         pytest.skip("examples/train_ddp.py is not in this checkout yet")
     pytest.importorskip("torch", reason="the DDP example needs torch: pip install 'tide[torch]'")
-    script = f"#!/bin/bash\nsrun {sys.executable} {example}\n"
+    script = (  # as examples/train_ddp.sbatch runs it
+        "#!/bin/bash\n"
+        'export PYTHONPATH="$TIDE_PYTHONPATH"\n'
+        f"srun bash -c 'echo rank $RANK of $WORLD_SIZE on $RAY_NODE_ID; "
+        f"exec {sys.executable} {example} --steps 6 --every 3'\n"
+    )
     ex.launch(spec(tmp_path, 206, script, [node("gpu01"), node("gpu02")]))
     report = wait_exit(ex, 206, timeout=300)
     out = (tmp_path / "slurm-206.out").read_text()
     assert (report.exit_code, report.signal) == (0, 0), out
+    assert f"rank 0 of 2 on {rc.node_id('gpu01')}" in out, out
+    assert f"rank 1 of 2 on {rc.node_id('gpu02')}" in out, out
+    assert "final loss" in out, out
     ex.forget(206)

@@ -32,6 +32,10 @@ from tide.exec.ray.cluster import RayNode, node_names, ray_nodes
 
 log = logging.getLogger("tide.exec.ray")
 HEALTH_EVERY = 1.0  # seconds between looks at Ray's node table from poll()
+# A failed job one of whose agents no longer answers waits this long for Ray to
+# declare that node dead (its health check: ~10-30 s with Ray's defaults), so
+# it ends as a node failure, not as the task error the lost node caused.
+HOLD_MAX = 60.0
 
 
 def connect(address: str = "", namespace: str = NAMESPACE) -> Any:
@@ -104,6 +108,7 @@ class RayExecutor(Executor):
         self._jobs: dict[int, list[str]] = {}  # job -> its nodes, batch node first
         self._failed: dict[int, str] = {}  # job -> the dead node that ended it
         self._records: dict[int, jobdir.ExitRecord] = {}
+        self._held: dict[int, tuple[ExitReport, dict[str, Any] | None, str, float]] = {}
         self._refresh()
         self._adopt()
 
@@ -247,9 +252,46 @@ class RayExecutor(Executor):
             except Exception:  # died since the last look: the next refresh says so
                 continue
             for fields, rec in ended:
-                reports.append(self._ended(ExitReport(**fields), rec))
+                report = ExitReport(**fields)
+                lost = self._lost_node(report)
+                if lost:
+                    with self._lock:
+                        self._held[report.job_id] = (report, rec, lost, time.monotonic())
+                else:
+                    reports.append(self._ended(report, rec))
+        reports += self._release_held()
         reports += self._orphans()
         return reports
+
+    def _lost_node(self, report: ExitReport) -> str:
+        """A node of a failed job whose agent does not answer (its Ray node is
+        probably dying: its task relay failed first), or ""."""
+        with self._lock:
+            nodes = list(self._jobs.get(report.job_id, []))[1:]
+            if report.job_id in self._failed or (report.exit_code == 0 and not report.signal):
+                return ""
+        for name in dict.fromkeys(nodes):
+            try:
+                self.ray.get(self.agent(name).info.remote(), timeout=5)
+            except Exception:
+                return name
+        return ""
+
+    def _release_held(self) -> list[ExitReport]:
+        """Held ends whose node Ray has now declared dead (node_fail), or that
+        waited HOLD_MAX (the agent died without its node: node_fail too)."""
+        out = []
+        with self._lock:
+            held = list(self._held.items())
+        for job_id, (report, rec, lost, since) in held:
+            if lost in self.alive_nodes() and time.monotonic() - since < HOLD_MAX:
+                continue
+            with self._lock:
+                del self._held[job_id]
+                self._failed.setdefault(job_id, lost)
+                self._agents.pop(lost, None)  # a new agent next time, if the node lives
+            out.append(self._ended(report, rec))
+        return out
 
     def _ended(self, report: ExitReport, rec: dict[str, Any] | None) -> ExitReport:
         """A job's end from its batch node: tear down its other nodes' tasks."""
@@ -313,6 +355,7 @@ class RayExecutor(Executor):
             nodes = self._jobs.pop(job_id, [])
             self._failed.pop(job_id, None)
             self._records.pop(job_id, None)
+            self._held.pop(job_id, None)
         if nodes and nodes[0] in self.alive_nodes():
             self.ray.get(self.agent(nodes[0]).forget.remote(job_id), timeout=60)
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from tide.exec.ray import NAMESPACE, agent_name, require_ray
 
 POLL_WAIT = 0.5  # seconds one question to the agent may wait for output
+_REAL_ERR = [2]  # the job's stderr (fd), once _quiet_ray has silenced Ray
 _FORWARDED = (
     signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM,
     signal.SIGUSR1, signal.SIGUSR2, signal.SIGCONT, signal.SIGALRM,
@@ -49,6 +50,25 @@ def _parse(argv: Sequence[str]) -> tuple[str, str, str, list[int], list[str]]:
         raise ValueError("usage: python -m tide.exec.ray.task [--address A] NODE CORES -- PROGRAM")
     cores = [int(c) for c in args[1].split(",") if c.strip()]
     return opts["--address"], opts["--namespace"], args[0], cores, args[3:]
+
+
+def _quiet_ray() -> tuple[int, int]:
+    """Ray writes its own notices (a raylet's death, reconnects) to fds 1 and 2
+    and to sys.stdout/sys.stderr, which are the job's output: point all of
+    them at /dev/null and return copies of the real fds, for the task's output
+    and our own messages (_say)."""
+    real = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    _REAL_ERR[0] = real[1]
+    return real
+
+
+def _say(message: str) -> None:
+    """A line on the job's stderr, even after _quiet_ray."""
+    os.write(_REAL_ERR[0], f"{message}\n".encode())
 
 
 def _connect(address: str, namespace: str) -> object:
@@ -76,7 +96,9 @@ def _end_as(code: int) -> int:
     return code
 
 
-def relay(ray: object, node: str, cores: list[int], command: list[str]) -> int:
+def relay(
+    ray: object, node: str, cores: list[int], command: list[str], fds: tuple[int, int] = (1, 2)
+) -> int:
     env = dict(os.environ)
     key = f"{env.get('SLURM_JOB_ID', '0')}.{env.get('SLURM_STEP_ID', '0')}."
     key += f"{env.get('SLURM_PROCID', '0')}.{os.getpid()}"
@@ -91,10 +113,10 @@ def relay(ray: object, node: str, cores: list[int], command: list[str]) -> int:
             ray.get(agent.task_signal.remote(key, pending.pop(0)))  # type: ignore[attr-defined]
         out, err, code = ray.get(agent.task_poll.remote(key, out_at, err_at, POLL_WAIT))  # type: ignore[attr-defined]
         if out:
-            os.write(1, out)
+            os.write(fds[0], out)
             out_at += len(out)
         if err:
-            os.write(2, err)
+            os.write(fds[1], err)
             err_at += len(err)
         if code is not None:
             return _end_as(code)
@@ -106,22 +128,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"srun: error: tide.exec.ray.task: {e}", file=sys.stderr)
         return 2
+    fds = _quiet_ray()
     try:
         ray = _connect(address, namespace)
     except Exception as e:  # a relay without Ray cannot start the task; say why
-        print(
-            f"srun: error: {node}: cannot reach the Ray cluster at {address}: {e}", file=sys.stderr
-        )
+        _say(f"srun: error: {node}: cannot reach the Ray cluster at {address}: {e}")
         return 1
     try:
-        return relay(ray, node, cores, command)
+        return relay(ray, node, cores, command, fds)
     except ValueError:  # get_actor: no such actor
-        print(
-            f"srun: error: {node}: no tide node agent ({agent_name(node)}) in the Ray cluster",
-            file=sys.stderr,
-        )
+        _say(f"srun: error: {node}: no tide node agent ({agent_name(node)}) in the Ray cluster")
     except Exception as e:  # RayActorError and kin: the node went away mid-task
-        print(f"srun: error: {node}: lost the task: {type(e).__name__}: {e}", file=sys.stderr)
+        first = (str(e).splitlines() or [""])[0][:200]
+        _say(f"srun: error: {node}: lost the task ({type(e).__name__}: {first})")
     return 1
 
 
