@@ -253,6 +253,8 @@ class RayExecutor(Executor):
                 continue
             for fields, rec in ended:
                 report = ExitReport(**fields)
+                with self._lock:  # ended while no controller watched: forget() finds it
+                    self._jobs.setdefault(report.job_id, [name])
                 lost = self._lost_node(report)
                 if lost:
                     with self._lock:
