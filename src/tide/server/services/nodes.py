@@ -8,6 +8,7 @@ ALLOCATED; DRAINING while jobs still run on a drained node, DRAINED after.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import defaultdict
 from typing import Any
@@ -241,16 +242,27 @@ def _stop_for_node(ctl: Any, job_id: int, node: str, message: str) -> None:
 def start_agents(ctl: Any) -> None:
     """Start (or adopt) the executor's node agents, with the cluster's
     HealthCheckProgram and HealthCheckInterval (slurm.conf keys)."""
-    start = getattr(ctl.executor, "start_nodes", None)
-    if start is None:
-        return
+    from tide.server.services.recovery import policy_errors
+
+    problems = policy_errors(ctl.config)
     extra = {k.lower(): v for k, v in ctl.config.extra.items()}
-    program = extra.get("healthcheckprogram", "")
+    program = extra.get("healthcheckprogram", "").strip()
     try:
-        interval = float(extra.get("healthcheckinterval", 30) or 30)
+        interval = float(extra.get("healthcheckinterval", "") or 30)
     except ValueError:
         interval = 30.0
-    start([n.name for n in ctl.cluster.nodes], program, max(1.0, interval))
+        problems.append(
+            f"HealthCheckInterval={extra['healthcheckinterval']!r}: write seconds; using 30"
+        )
+    if program and not os.access(program, os.X_OK):
+        problems.append(f"HealthCheckProgram={program!r} is not an executable file; not run")
+        program = ""
+    for p in problems:
+        log.warning("recovery settings: %s", p)
+        ctl.warnings.append(p)
+    start = getattr(ctl.executor, "start_nodes", None)
+    if start is not None:
+        start([n.name for n in ctl.cluster.nodes], program, max(1.0, interval))
 
 
 def watch(ctl: Any) -> None:

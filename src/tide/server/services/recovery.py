@@ -56,20 +56,42 @@ class Policy:
 
 def policy(config: SchedulerConfig) -> Policy:
     """The cluster's recovery settings, from its slurm.conf keys (or the YAML
-    scheduler's `extra`). Bad values fall back to the defaults: the server
-    checked nothing about them at load time, and must not fail a job end."""
-    extra = {k.lower(): v for k, v in config.extra.items()}
-    p = Policy()
-    try:
-        job_requeue = extra.get("jobrequeue", "1").strip() not in ("0", "no", "false")
-        max_restarts = int(extra.get("maxbatchrequeue", p.max_restarts))
-        codes = frozenset(
-            int(c) for c in extra.get("requeueexit", "").replace(" ", "").split(",") if c
-        )
-        backoff = float(extra.get("requeuebackoff", p.backoff))
-    except ValueError:
-        return p
-    return Policy(job_requeue, max(0, max_restarts), codes, max(0.0, backoff))
+    scheduler's `extra`). A bad value keeps that key's default; policy_errors
+    names it (the server logs it at start and shows it in GET /v1/cluster)."""
+    return _parse(config)[0]
+
+
+def policy_errors(config: SchedulerConfig) -> list[str]:
+    return _parse(config)[1]
+
+
+def _parse(config: SchedulerConfig) -> tuple[Policy, list[str]]:
+    extra = {k.lower(): (k, v.strip()) for k, v in config.extra.items()}
+    d = Policy()
+    errors: list[str] = []
+
+    def get(key: str, convert: Any, default: Any, fix: str) -> Any:
+        name, text = extra.get(key.lower(), (key, None))
+        if text is None or text == "":
+            return default
+        try:
+            return convert(text)
+        except ValueError:
+            errors.append(f"{name}={text!r}: {fix}; using {default!r}")
+            return default
+
+    def codes(text: str) -> frozenset[int]:
+        return frozenset(int(c) for c in text.replace(" ", "").split(",") if c)
+
+    return (
+        Policy(
+            get("JobRequeue", lambda t: bool(int(t)), d.job_requeue, "write 0 or 1"),
+            max(0, get("MaxBatchRequeue", int, d.max_restarts, "write a whole number, e.g. 5")),
+            get("RequeueExit", codes, d.requeue_exit, "write exit codes, e.g. 75,140"),
+            max(0.0, get("RequeueBackoff", float, d.backoff, "write seconds, e.g. 5")),
+        ),
+        errors,
+    )
 
 
 @dataclass(slots=True, frozen=True)
@@ -120,9 +142,7 @@ def classify(report: ExitReport, asked: str, message: str, pol: Policy) -> Endin
     if asked.startswith(NODE_FAIL) or reason == "node_fail":
         return Ending("NODE_FAIL", message or f"node failure{where}", True, False, False, code, sig)
     if asked.startswith(PREEMPT):  # PreemptMode=CANCEL: the job ends
-        return Ending(
-            "PREEMPTED", f"preempted by job {who}", False, False, False, code, sig
-        )
+        return Ending("PREEMPTED", f"preempted by job {who}", False, False, False, code, sig)
     if asked or reason in ("cancelled", "canceled"):
         why = f"cancelled by {who}" if asked else message or "cancelled"
         return Ending("CANCELLED", why, voluntary=True, exit_code=code, signal=sig)
