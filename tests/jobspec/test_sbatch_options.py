@@ -123,6 +123,7 @@ CASES: list[tuple[list[str], dict[str, object]]] = [
     (["--array=0-15:4%2"], {"array": ArraySpec((0, 4, 8, 12), 2)}),
     (["--array=3,1,3"], {"array": ArraySpec((1, 3))}),
     (["--signal=USR1"], {"signal": SignalSpec("USR1", 60)}),
+    (["--signal=@120"], {"signal": SignalSpec("USR1", 120)}),  # tide: USR1 by default
     (["--signal=SIGUSR2@120"], {"signal": SignalSpec("USR2", 120)}),
     (["--signal=B:TERM@30"], {"signal": SignalSpec("TERM", 30, batch_only=True)}),
     (["--signal=R:10"], {"signal": SignalSpec("USR1", 60, reservation=True)}),

@@ -156,7 +156,7 @@ SIGNALS = {
     "TTOU": 22, "URG": 23, "XCPU": 24,
 }  # the names sbatch knows, with their Linux numbers
 _SIGNAL_NAMES = {n: name for name, n in SIGNALS.items()}
-_SIGNAL_RE = re.compile(r"(?:([RBrb]{1,2}):)?([^@]+)(?:@(.*))?")
+_SIGNAL_RE = re.compile(r"(?:([RBrb]{1,2}):)?([^@]*)(?:@(.*))?")
 
 
 def signal(text: str) -> SignalSpec:
@@ -169,6 +169,10 @@ def signal(text: str) -> SignalSpec:
     if not m:
         raise JobSpecError("--signal", text, f"not a signal; {accepted}")
     flags, sig, lead = (m.group(1) or "").upper(), m.group(2).strip(), m.group(3)
+    if not sig and lead is not None:
+        sig = "USR1"  # tide: `--signal=@120` is the checkpoint warning, SIGUSR1 (docs/recovery.md)
+    elif not sig:
+        raise JobSpecError("--signal", text, f"not a signal; {accepted}")
     if len(set(flags)) != len(flags):
         raise JobSpecError("--signal", text, f"repeated flag; {accepted}")
     name = _signal_name(sig)
