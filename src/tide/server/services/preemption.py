@@ -33,11 +33,12 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import or_, select, update
 
 from tide.model import JobState
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Preemption, Running
-from tide.server.services.lifecycle import REQUEUE
+from tide.server.services.lifecycle import PREEMPT, REQUEUE
+from tide.server.services.recovery import PREEMPT_ACTOR as ACTOR
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
 
@@ -45,8 +46,8 @@ log = logging.getLogger("tide.server")
 
 GRACE, SUSPENDED, PARKED = "grace", "suspended", "parked"
 PHASES = (GRACE, SUSPENDED, PARKED)
-PREEMPT = "preempt:"  # cancel_requested prefix: PreemptMode=CANCEL, the job ends PREEMPTED
-ACTOR = "preempt"
+# cancel_requested, asked at the decision: REQUEUE + ACTOR ("requeue:preempt") goes
+# back to the queue, PREEMPT + preemptor ("preempt:12") ends PREEMPTED (recovery.classify)
 PARKED_REASON = "Preempted"  # pending reason of a victim waiting for its preemptor to start
 _BUSY = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")  # a preemptor still in the way
 
@@ -85,7 +86,7 @@ def read_marks(s: Any) -> Marks:
     out = Marks(read_phases(s))
     stmt2 = select(JobRow.id, JobRow.last_checkpoint, JobRow.suspended_seconds).where(
         JobRow.state.in_(("RUNNING", "SUSPENDED", "COMPLETING")),
-        and_(JobRow.last_checkpoint.is_not(None) | (JobRow.suspended_seconds > 0)),
+        or_(JobRow.last_checkpoint.is_not(None), JobRow.suspended_seconds > 0),
     )
     for jid, ckpt, susp in s.execute(stmt2):
         if ckpt is not None:
