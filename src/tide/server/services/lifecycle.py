@@ -296,7 +296,9 @@ def fail_launch(ctl: Any, job_id: int, why: str) -> None:
 
 def reconcile(ctl: Any) -> None:
     """At startup: collect ends the executor saw while we were down, then fail
-    live jobs that no supervisor runs any more (their processes are gone)."""
+    live jobs that no supervisor runs any more (their processes are gone). A
+    job the controller committed but never launched (it died in between)
+    simply waits again: it never ran, so it cannot run twice."""
     if ctl.executor is None:
         return
     collect_exits(ctl)
@@ -305,9 +307,23 @@ def reconcile(ctl: Any) -> None:
     with ctl.sessions() as s:
         live = [r[0] for r in s.execute(select(JobRow.id).where(JobRow.state.in_(LIVE)))]
     for job_id in live:
-        if job_id not in alive:
-            finish(
-                ctl,
-                ExitReport(job_id, exit_code=0, signal=9, reason="node_fail"),
-                now,
-            )
+        if job_id in alive:
+            continue
+        if _never_launched(ctl.executor, job_id):
+            _requeue_unlaunched(ctl, job_id, now)
+        else:
+            finish(ctl, ExitReport(job_id, exit_code=0, signal=9, reason="node_fail"), now)
+
+
+def _never_launched(ex: Any, job_id: int) -> bool:
+    job_dir = getattr(ex, "job_dir", None)
+    return job_dir is not None and not job_dir(job_id).exists()
+
+
+def _requeue_unlaunched(ctl: Any, job_id: int, now: float) -> None:
+    why = "not launched: the controller stopped between the start and the launch"
+    ending = recovery.Ending("NODE_FAIL", why, True, True, True, actor="controller")
+    with ctl.sessions.begin() as s:
+        row = jobrepo.get(s, job_id)
+        if row is not None and row.state in LIVE:
+            requeue_or_end(ctl, s, row, ending, now)
