@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup  # loadgroup: the Ray tests share one cluster
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -20,3 +20,11 @@ def rc() -> Iterator[raycluster.RayTestCluster]:
     finally:
         ray.shutdown()
         tc.cluster.shutdown()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n 2 --dist loadgroup` (make test) every test that needs
+    the Ray cluster runs on one worker, so one cluster is started, not two."""
+    for item in items:
+        if "rc" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
