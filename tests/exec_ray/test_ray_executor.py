@@ -112,7 +112,8 @@ def test_two_node_job_runs_on_the_nodes_tide_chose(
         "#!/bin/bash\n"
         'echo "batch $SLURMD_NODENAME $RAY_NODE_ID"\n'
         "srun -l bash -c 'echo task $SLURM_PROCID $SLURMD_NODENAME $RAY_NODE_ID "
-        "$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES ckpt=$TIDE_CHECKPOINT_DIR'\n"
+        "$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES ckpt=$TIDE_CHECKPOINT_DIR "
+        "at=$(date +%s.%N)'\n"
     )
     t0 = time.monotonic()
     ex.launch(spec(tmp_path, 201, script, [node("gpu02", (0, 1)), node("gpu03", (1,))]))
@@ -130,8 +131,9 @@ def test_two_node_job_runs_on_the_nodes_tide_chose(
     assert all(t[6].startswith("ckpt=") and t[6].endswith("/201") for t in tasks), ckpt
     rec = ex.exit_record(201)
     assert rec is not None and rec.started and rec.tasks_running and rec.ended
-    print(f"\nlaunch -> all tasks running: {rec.tasks_running - rec.started:.2f} s after the "
-          f"script started; launch call to end {time.monotonic() - t0:.2f} s")  # fmt: skip
+    remote = float(tasks[1][7].split("=")[1]) - rec.started
+    print(f"\nscript start -> remote task running {remote:.2f} s; "
+          f"launch call -> job end {time.monotonic() - t0:.2f} s")  # fmt: skip
     ex.forget(201)
 
 
@@ -147,6 +149,25 @@ def test_failed_remote_task_tears_down_the_step(ex: RayExecutor, tmp_path: Path)
     assert "task 1: exited with exit code 3" in (tmp_path / "slurm-202.out").read_text()
     assert gone(int((tmp_path / "pid.0").read_text()))
     ex.forget(202)
+
+
+def test_signal_and_time_limit_reach_remote_tasks(ex: RayExecutor, tmp_path: Path) -> None:
+    """--signal=USR1@2 with a 4 s limit: both tasks get USR1 (the remote one
+    through its relay), then the limit ends the job on both nodes."""
+    script = (
+        "#!/bin/bash\n"
+        "srun bash -c 'echo $$ >> pids; trap \"echo USR1 on $SLURMD_NODENAME\" USR1; "
+        "sleep 60 & wait; sleep 60 & wait'\n"
+    )
+    nodes = [node("gpu02"), node("gpu01")]
+    ex.launch(spec(tmp_path, 207, script, nodes, time_limit=4, signal="USR1", signal_lead=2))
+    pids = [int(p) for p in wait_lines(tmp_path / "pids", 2)]
+    report = wait_exit(ex, 207)
+    out = (tmp_path / "slurm-207.out").read_text()
+    assert report.reason == "timeout", (report, out)
+    assert "USR1 on gpu02" in out and "USR1 on gpu01" in out, out
+    assert all(gone(p) for p in pids), pids
+    ex.forget(207)
 
 
 def test_cancel_ends_every_node(ex: RayExecutor, tmp_path: Path) -> None:
