@@ -194,10 +194,13 @@ def next_step_id(job_dir: Path) -> int:
     return step
 
 
-def read_steps(job_dir: Path) -> list[dict[str, Any]]:
+def read_steps(job_dir: Path, skip: frozenset[str] | set[str] = frozenset()) -> list[dict]:
+    """The step records, in order; `skip` names files (e.g. "0.json") not to read."""
     folder = job_dir / STEPS
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and n[0] != ".")
+        names = sorted(
+            n for n in os.listdir(folder) if n.endswith(".json") and n[0] != "." and n not in skip
+        )
     except FileNotFoundError:
         return []
     return [d for n in names if (d := read_json(folder / n)) is not None]

@@ -99,6 +99,7 @@ class Supervisor:
         self.kill_at: float | None = None
         self.step_grace = float(self.config.get("step_grace", 3.0))
         self.failure: tuple[int, int] | None = None  # (exit code, signal) of the first failed task
+        self._steps_seen: set[str] = set()  # step records already ended and checked
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -290,7 +291,9 @@ class Supervisor:
         had run. The failed task's status and cause become the job's."""
         if self.failure is not None or self.reason:
             return
-        for st in jobdir.read_steps(self.job_dir):
+        for st in jobdir.read_steps(self.job_dir, self._steps_seen):
+            if "ended" in st:  # its record is final: never read again (jobs run many steps)
+                self._steps_seen.add(f"{st.get('step_id')}.json")
             if "failed_rank" not in st or int(st.get("ntasks", 1)) < 2:
                 continue  # no task ran and failed (one that could not start is srun's error)
             if not st.get("kill_on_bad_exit", True):
@@ -382,7 +385,10 @@ class Supervisor:
                 if not self.members():
                     return
                 if self.kill_at is None:
-                    self.terminate("", self.kill_wait)  # leftovers of a finished script
+                    # leftovers of a finished script get KillWait; of a killed one
+                    # (a failure: its srun tasks must not hang on) the step grace
+                    killed = os.WIFSIGNALED(self.status) and not self.reason
+                    self.terminate("", self.step_grace if killed else self.kill_wait)
             if self.kill_at is not None and time.monotonic() >= self.kill_at:
                 self.deliver(signal.SIGKILL, "all")
             self._sleep()
