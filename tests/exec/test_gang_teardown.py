@@ -9,9 +9,12 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from exec_support import Runner, make_executor, node, wait_for_files
 
 from tide.exec import jobdir, procs
+
+pytestmark = pytest.mark.slow
 
 # Each task records its pid, then waits deaf to SIGTERM (stuck in a collective).
 DEAF = """#!/bin/bash
