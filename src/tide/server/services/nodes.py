@@ -152,12 +152,12 @@ def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> 
             fail(name)
         mark_down(ctl, wanted, reason or "failed (tide node fail)", who.user)
     else:
+        if state == "IDLE" and hasattr(ctl.executor, "resume_node"):
+            for name in wanted:  # a new agent first, or the watcher sees none and fails it
+                ctl.executor.resume_node(name)
         _store_state(ctl, wanted, state, reason, who.user)
         if state == "DOWN":
             _fail_jobs_on(ctl, set(wanted), reason, who.user)
-        if state == "IDLE" and hasattr(ctl.executor, "resume_node"):
-            for name in wanted:
-                ctl.executor.resume_node(name)
     if ctl.loop is not None:
         ctl.loop.wake()
     rows = {n["name"]: n for n in listing(ctl)}
