@@ -313,6 +313,9 @@ class RayExecutor(Executor):
             if record is not None:
                 record.reason, record.node = "node_fail", failed
                 record.message = f"Ray node {failed} died"
+                # The end is when tide learned of the failure (Slurm's NODE_FAIL
+                # time): a held end would otherwise predate the node's DOWN.
+                record.ended = max(record.ended or 0.0, time.time())
         if record is not None:
             with self._lock:
                 self._records[job_id] = record
