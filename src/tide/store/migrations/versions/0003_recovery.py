@@ -13,6 +13,8 @@ GPU-seconds it lost (its GPUs x the time since that checkpoint).
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -21,12 +23,12 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-_JOBS = [
+_JOBS: list[sa.Column[Any]] = [
     sa.Column("last_step_time", sa.Float(), nullable=True),
     sa.Column("last_checkpoint_step", sa.Integer(), nullable=True),
     sa.Column("fail_cause", sa.Text(), nullable=False, server_default=""),
 ]
-_ATTEMPTS = [
+_ATTEMPTS: list[sa.Column[Any]] = [
     sa.Column("last_checkpoint_step", sa.Integer(), nullable=True),
     sa.Column("last_checkpoint_time", sa.Float(), nullable=True),
     sa.Column("lost_gpu_seconds", sa.Float(), nullable=False, server_default="0"),
