@@ -205,12 +205,15 @@ def _fail_jobs_on(ctl: Any, names: set[str], reason: str, actor: str) -> None:
     now = time.time()
     doomed: list[tuple[int, str]] = []
     with ctl.sessions.begin() as s:
-        stmt = select(JobRow.id, JobRow.state, JobRow.allocation).where(JobRow.state.in_(LIVE))
-        for job_id, st, text in list(s.execute(stmt)):
+        cols = (JobRow.id, JobRow.state, JobRow.allocation, JobRow.cancel_requested)
+        for job_id, st, text, asked in list(s.execute(select(*cols).where(JobRow.state.in_(LIVE)))):
             alloc = codec.alloc_from_json(text)
             lost = [index[i] for i in alloc.node_indices if i in index] if alloc else []
             if not lost:
                 continue
+            doomed.append((job_id, lost[0]))
+            if asked:
+                continue  # already being stopped (cancel, requeue): that decides its end
             jobrepo.transition(
                 s,
                 job_id,
@@ -221,7 +224,6 @@ def _fail_jobs_on(ctl: Any, names: set[str], reason: str, actor: str) -> None:
                 reason=f"node {lost[0]} down: {reason}",
                 actor=actor,
             )
-            doomed.append((job_id, lost[0]))
     for job_id, node in doomed:
         _stop_for_node(ctl, job_id, node, f"node {node} failed: {reason}")
 
