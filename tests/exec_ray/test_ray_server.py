@@ -1,7 +1,8 @@
 """`tide server --executor ray` end to end on a real Ray cluster: the nodes come
 from Ray (labels -> switches), a 2-node --requeue job runs its tasks on the Ray
-nodes tide chose, a Ray node killed mid-job goes DOWN and the job requeues onto
-the survivors, and the node, once back, is schedulable again."""
+nodes tide chose and survives a controller restart, a Ray node killed mid-job
+goes DOWN and the job requeues onto the survivors, and the node, once back, is
+schedulable again."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def test_server_on_ray_requeues_a_job_whose_node_dies(
     rc: raycluster.RayTestCluster, tmp_path: Path
 ) -> None:
     args = ["--executor", "ray", "--ray-address", rc.address, "--kill-wait", "1"]
+    args += ["--bf-interval", "2"]  # a requeued job is not left waiting for a 30 s pass
     srv = ServerProc(tmp_path / "data", args, env={"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
     srv.start()
     try:
@@ -78,8 +80,12 @@ def test_server_on_ray_requeues_a_job_whose_node_dies(
             assert sorted(row[1] for row in first) == sorted(placed)
             assert all(row[2] == rc.node_id(row[1]) for row in first), first
             victim = placed[1]
+        srv.stop()  # the jobs outlive the controller, under their node agents
+        srv.start()
+        with srv.client() as c:
+            assert job(c, job_id)["state"] == "RUNNING"
             t0 = time.monotonic()
-            rc.kill(victim)
+            rc.kill(victim)  # the restarted controller knows every node of the job
             down = _wait_node(c, victim, {"DOWN"})
             assert down["reason"].startswith("ray:"), down
             second = _lines(work / "tasks.txt", 1, 2, timeout=90)

@@ -145,6 +145,17 @@ class NodeAgent:
     def running(self) -> list[int]:
         return sorted(self.local.running())
 
+    def jobs(self) -> dict[int, list[str]]:
+        """Running jobs with all their nodes, batch node first (from spec.json),
+        for a controller that restarted and must know where each job runs."""
+        out = {}
+        for job_id in self.local.running():
+            try:
+                out[job_id] = [n.node for n in jobdir.load_spec(self.local.job_dir(job_id)).nodes]
+            except (OSError, ValueError, KeyError):
+                out[job_id] = [self.node]
+        return out
+
     def forget(self, job_id: int) -> None:
         self.local.forget(job_id)
 

@@ -190,12 +190,12 @@ class RayExecutor(Executor):
         """After a controller restart: the jobs that live agents still run."""
         for name in sorted(self._alive):
             try:
-                running = self.ray.get(self.agent(name).running.remote(), timeout=60)
+                running = self.ray.get(self.agent(name).jobs.remote(), timeout=60)
             except Exception:
                 continue
             with self._lock:
-                for job_id in running:
-                    self._jobs.setdefault(job_id, [name])
+                for job_id, nodes in running.items():
+                    self._jobs.setdefault(int(job_id), list(nodes) or [name])
 
     # -- Executor -----------------------------------------------------------
 
