@@ -82,8 +82,8 @@ def save(model: torch.nn.Module, opt: torch.optim.Optimizer, step: int) -> None:
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, buf)
     tj.atomic_write(tj.checkpoint_path(step), buf.getvalue())
+    print(f"checkpoint {step}", flush=True)  # durable now: a restart resumes after it
     tj.notify_checkpoint(step)
-    print(f"checkpoint {step}", flush=True)
 
 
 def average_gradients(model: torch.nn.Module, world: int) -> None:

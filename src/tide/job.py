@@ -28,13 +28,16 @@ import os
 import re
 import signal
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 _CKPT = re.compile(r"^ckpt-(\d+)\.[A-Za-z0-9]+$")
-_state = {"warned": False}
+STEP_EVERY = 1.0  # seconds between step reports
+_state: dict[str, Any] = {"warned": False, "last_step": -1e9}
 
 
 def job_id() -> str:
@@ -102,13 +105,19 @@ def _on_warning(_sig: int, _frame: FrameType | None) -> None:
 
 def should_checkpoint() -> bool:
     """True once after the warning signal arrived."""
-    warned = _state["warned"]
+    warned = bool(_state["warned"])
     _state["warned"] = False
     return warned
 
 
-def notify_step(step: int) -> None:
-    """Report training step `step` (rank 0 only; others return at once)."""
+def notify_step(step: int, every: float = STEP_EVERY) -> None:
+    """Report training step `step` (rank 0 only; others return at once). At
+    most one report per `every` seconds goes out (the first always does): a
+    fast loop must not turn into one HTTP request and one commit per step."""
+    now = time.monotonic()
+    if now - _state["last_step"] < every:
+        return
+    _state["last_step"] = now
     _notify({"event": "step", "step": int(step)})
 
 

@@ -338,12 +338,12 @@ def test_ddp_example_resumes_from_its_checkpoint_after_a_node_failure(rec: Serve
         )
         jid = _ddp(c, out / "hit.out", ["-w", "n1,n2"])
 
-        def progressed() -> bool:
-            r = job(c, jid)["recovery"]
-            ckpt = r["last_checkpoint_step"]
-            return ckpt is not None and ckpt >= 9 and (r["last_step"] or 0) >= ckpt + 2
+        def two_checkpoints() -> bool:
+            ckpt = job(c, jid)["recovery"]["last_checkpoint_step"]
+            return ckpt is not None and ckpt >= 9
 
-        _wait_for("two checkpoints and progress", progressed, 120)
+        _wait_for("two checkpoints", two_checkpoints, 120)
+        time.sleep(0.3)  # a few steps past the checkpoint: they are the lost work
         c.post("/v1/nodes/n2/fail", json={"reason": "test"}).raise_for_status()
         _wait_for("the requeue", lambda: job(c, jid)["restarts"] == 1, 20)
         c.post("/v1/nodes/n2/resume").raise_for_status()
