@@ -44,7 +44,8 @@ def _lines(path: Path, restart: int, n: int, timeout: float = 60.0) -> list[list
 
 
 def _node(c, name: str) -> dict:  # type: ignore[no-untyped-def]
-    return {n["name"]: n for n in c.get("/v1/nodes").json()["nodes"]}[name]
+    nodes = {n["name"]: n for n in c.get("/v1/nodes").json()["nodes"]}
+    return nodes.get(name, {"admin_state": "(not a node yet)", "reason": ""})
 
 
 def _wait_node(c, name: str, states: set[str], timeout: float = 60.0) -> dict:  # type: ignore[no-untyped-def]
@@ -98,5 +99,12 @@ def test_server_on_ray_requeues_a_job_whose_node_dies(
             assert _wait_node(c, victim, {"IDLE"})["reason"] == ""
             c.post(f"/v1/jobs/{job_id}/cancel")
             wait_state(c, job_id, {"CANCELLED"})
+            # A machine tide has never seen joins the cluster and runs jobs.
+            rc.add("gpu04", "leaf2")
+            assert _wait_node(c, "gpu04", {"IDLE"})["switch"] == "leaf2"
+            r = submit(c, "#!/bin/bash\n#SBATCH -w gpu04\necho on $RAY_NODE_ID\n", work)
+            done = wait_state(c, r.json()["job_id"], {"COMPLETED", "FAILED"})
+            assert done["state"] == "COMPLETED", done
+            assert f"on {rc.node_id('gpu04')}" in (work / f"slurm-{done['job_id']}.out").read_text()
     finally:
         srv.stop()

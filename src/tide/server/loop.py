@@ -63,6 +63,7 @@ class CycleStats:
 class SchedulingLoop:
     def __init__(self, ctl: Any, schedule_fn: Any = None) -> None:
         self.ctl = ctl
+        self._own_scheduler = schedule_fn is None
         if schedule_fn is None:
             from tide.sched.cycle import Scheduler
             from tide.sched.index import build_index
@@ -99,6 +100,16 @@ class SchedulingLoop:
     def wake(self) -> None:
         self._dirty = True
         self._wake.set()
+
+    def cluster_changed(self) -> None:
+        """ctl.cluster gained nodes (tide.server.ray_nodes): a new core index.
+        The caller holds cycle_lock, so no pass sees half of the change."""
+        if self._own_scheduler:
+            from tide.sched.cycle import Scheduler
+            from tide.sched.index import build_index
+
+            self._schedule = Scheduler(build_index(self.ctl.cluster)).schedule
+        self.wake()
 
     def _run(self) -> None:
         s = self.ctl.settings

@@ -140,6 +140,11 @@ class RayExecutor(Executor):
         with self._lock:
             return set(self._alive)
 
+    def ray_node_table(self) -> dict[str, RayNode]:
+        """tide name -> its Ray node, as of the last look (dead ones too)."""
+        with self._lock:
+            return dict(self._nodes)
+
     def _node_died(self, name: str) -> None:
         """End every job that had `name`: its agent is gone with the node."""
         with self._lock:
