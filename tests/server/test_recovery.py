@@ -250,7 +250,7 @@ def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     srv = _start(tmp_path)
-    items = [_item(RUN.format(ledger=ledger, secs=3 if i < 3 else 15), work) for i in range(6)]
+    items = [_item(RUN.format(ledger=ledger, secs=3 if i < 3 else 20), work) for i in range(6)]
     items += [_item(RUN.format(ledger=ledger, secs=1), work) for _ in range(194)]
     try:
         with srv.client() as c:
