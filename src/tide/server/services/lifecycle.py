@@ -60,18 +60,22 @@ def collect_exits(ctl: Any) -> int:
 
 def probe_phases(ctl: Any) -> None:
     """'All tasks running' for live jobs, from the executor's step records
-    (LocalExecutor writes one per srun step with the time all its tasks ran)."""
+    (LocalExecutor writes one per srun step with the time all its tasks ran;
+    the Ray executor reads them from the job's batch node: its steps())."""
     ex = ctl.executor
-    if ex is None or not hasattr(ex, "job_dir"):
+    if ex is None or not (hasattr(ex, "job_dir") or hasattr(ex, "steps")):
         return
     from tide.exec.jobdir import read_steps
+
+    def steps(job_id: int) -> list[dict[str, Any]]:
+        return ex.steps(job_id) if hasattr(ex, "steps") else read_steps(ex.job_dir(job_id))
 
     stmt = select(JobRow.id).where(JobRow.state == "RUNNING", JobRow.tasks_running_time.is_(None))
     with ctl.sessions() as s:
         ids = [r[0] for r in s.execute(stmt)]
     found = {}
     for job_id in ids:
-        times = [st["running"] for st in read_steps(ex.job_dir(job_id)) if st.get("running")]
+        times = [st["running"] for st in steps(job_id) if st.get("running")]
         if times:
             found[job_id] = min(times)
     if found:
