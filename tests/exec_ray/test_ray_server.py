@@ -80,6 +80,10 @@ def test_server_on_ray_requeues_a_job_whose_node_dies(
             placed = expand(job(c, job_id)["nodelist"])
             assert sorted(row[1] for row in first) == sorted(placed)
             assert all(row[2] == rc.node_id(row[1]) for row in first), first
+            deadline = time.monotonic() + 30  # the phase probe reads the batch node's steps
+            while job(c, job_id)["phases"]["times"]["tasks_running"] is None:
+                assert time.monotonic() < deadline, "tasks_running never set while running"
+                time.sleep(0.5)
             victim = placed[1]
         srv.stop()  # the jobs outlive the controller, under their node agents
         srv.start()
