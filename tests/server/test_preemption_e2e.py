@@ -118,7 +118,7 @@ def test_qos_preemption_requeues_after_the_grace(srv: Any) -> None:
           f"{u['start_time'] - p['time']:.2f} s after the decision")  # fmt: skip
     out = tide(srv, "show", "job", str(victim))
     assert out.returncode == 0, out.stderr
-    assert f"Preemptor={urgent}" in out.stdout and "LostGPUSeconds=" in out.stdout
+    assert f"Preemptor={urgent}" in out.stdout and "PreemptLostGPUSeconds=" in out.stdout
     assert "PreemptReason=REQUEUE" in out.stdout or "PreemptReason=" in out.stdout
     acct = tide(srv, "acct", "-j", str(victim), "--format", "JobID,State,Restarts,Preemptions,"
                 "Preemptor,LostGPUSeconds", "-P")  # fmt: skip

@@ -452,7 +452,7 @@ def _preemption_lines(p: dict[str, Any] | None) -> list[str]:
     return [
         f"   Preemptor={p['preemptor']} PreemptTime={timestamp(p['time'])} "
         f"PreemptMode={p['mode']} Preemptions={p['count']} PreemptPhase={p['phase']}",
-        f"   LostGPUSeconds={p['lost_gpu_seconds']:.0f} "
+        f"   PreemptLostGPUSeconds={p['lost_gpu_seconds']:.0f} "
         f"TotalLostGPUSeconds={(p['total_lost_gpu_seconds'] or 0):.0f} "
         f"LastCheckpoint={timestamp(p['last_checkpoint'])} "
         f"SuspendedSeconds={(p['suspended_seconds'] or 0):.0f}",
