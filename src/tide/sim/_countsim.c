@@ -1051,22 +1051,165 @@ static PyObject *countsim_group_dicts(PyObject *self, PyObject *args) {
     return out;
 }
 
+PyDoc_STRVAR(hostlists_doc,
+"hostlists(flat, bounds, nums, digits, names, head, tail) -> list[str]\n\n"
+"Each group's Slurm hostlist, as tide.hostlist.compress writes it for node names\n"
+"head + digits[i] + tail with numbers nums[i] rising with i: '' for no node,\n"
+"names[i] for one, else head + '[' + runs + ']' + tail, runs of consecutive\n"
+"numbers written 'digits[a]-digits[b]' (or 'digits[a]') and joined by ','. Group g\n"
+"holds the node ids flat[bounds[g]:bounds[g+1]], rising. flat, bounds, nums: int64.");
+
+static PyObject *countsim_hostlists(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_flat, *o_bounds, *o_nums, *digits, *names, *head, *tail;
+    if (!PyArg_ParseTuple(args, "OOOO!O!UU", &o_flat, &o_bounds, &o_nums, &PyList_Type, &digits,
+                          &PyList_Type, &names, &head, &tail))
+        return NULL;
+    Py_buffer b[3];
+    if (get_buffer(o_flat, &b[0], "flat", 'q', -1))
+        return NULL;
+    if (get_buffer(o_bounds, &b[1], "bounds", 'q', -1)) {
+        PyBuffer_Release(&b[0]);
+        return NULL;
+    }
+    if (get_buffer(o_nums, &b[2], "nums", 'q', PyList_GET_SIZE(names))) {
+        PyBuffer_Release(&b[0]);
+        PyBuffer_Release(&b[1]);
+        return NULL;
+    }
+    const int64_t *flat = b[0].buf, *bounds = b[1].buf, *nums = b[2].buf;
+    Py_ssize_t n_flat = b[0].len / 8, groups = b[1].len / 8 - 1, n_names = b[2].len / 8;
+    Py_ssize_t hl, tl;
+    const char *h = PyUnicode_AsUTF8AndSize(head, &hl), *t = PyUnicode_AsUTF8AndSize(tail, &tl);
+    PyObject *out = NULL, *empty = PyUnicode_New(0, 0);
+    Buf buf = {0};
+    int bad = !h || !t || !empty;
+    if (!bad && PyList_GET_SIZE(digits) != n_names) {
+        PyErr_SetString(PyExc_ValueError, "digits, names and nums: one entry per node");
+        bad = 1;
+    }
+    if (!bad && groups < 0) {
+        PyErr_SetString(PyExc_ValueError, "bounds: want at least one entry");
+        bad = 1;
+    }
+    for (Py_ssize_t i = 0; !bad && i < n_flat; i++)
+        if (flat[i] < 0 || flat[i] >= n_names) {
+            PyErr_SetString(PyExc_ValueError, "flat: node id out of range");
+            bad = 1;
+        }
+    out = bad ? NULL : PyList_New(groups);
+    for (Py_ssize_t g = 0; out && g < groups; g++) {
+        int64_t lo = bounds[g], hi = bounds[g + 1];
+        PyObject *v = NULL;
+        if (lo < 0 || hi < lo || hi > n_flat) {
+            PyErr_SetString(PyExc_ValueError, "bounds out of range");
+        } else if (lo == hi) {
+            v = Py_NewRef(empty);
+        } else if (hi - lo == 1) {
+            v = Py_NewRef(PyList_GET_ITEM(names, flat[lo]));
+        } else {
+            int err = 0;
+            buf.len = 0;
+            err |= buf_put(&buf, h, (size_t)hl) | buf_put(&buf, "[", 1);
+            for (int64_t a = lo; !err && a < hi;) {
+                int64_t z = a;
+                while (z + 1 < hi && nums[flat[z + 1]] == nums[flat[z]] + 1)
+                    z++;
+                Py_ssize_t dl;
+                const char *d = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(digits, flat[a]), &dl);
+                err |= !d || (a > lo && buf_put(&buf, ",", 1)) || buf_put(&buf, d, (size_t)dl);
+                if (!err && z > a) {
+                    d = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(digits, flat[z]), &dl);
+                    err |= !d || buf_put(&buf, "-", 1) || buf_put(&buf, d, (size_t)dl);
+                }
+                a = z + 1;
+            }
+            err |= buf_put(&buf, "]", 1) || buf_put(&buf, t, (size_t)tl);
+            if (!err)
+                v = PyUnicode_DecodeUTF8(buf.data, (Py_ssize_t)buf.len, NULL);
+            else if (!PyErr_Occurred())
+                PyErr_NoMemory();
+        }
+        if (!v) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, g, v);
+    }
+    free(buf.data);
+    Py_XDECREF(empty);
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&b[i]);
+    return out;
+}
+
+PyDoc_STRVAR(svg_path_doc,
+"svg_path(x, y, move) -> str\n\n"
+"' '.join(f\"{'M' if m else 'L'}{x:.1f},{y:.1f}\") over the points: float64 x, y and\n"
+"int64 move (nonzero: start a new subpath there). printf and Python's format both\n"
+"round the exact binary value correctly, so the digits are Python's.");
+
+static PyObject *countsim_svg_path(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ox, *oy, *om;
+    if (!PyArg_ParseTuple(args, "OOO", &ox, &oy, &om))
+        return NULL;
+    Py_buffer b[3];
+    if (get_buffer(ox, &b[0], "x", 'd', -1))
+        return NULL;
+    Py_ssize_t n = b[0].len / 8;
+    if (get_buffer(oy, &b[1], "y", 'd', n)) {
+        PyBuffer_Release(&b[0]);
+        return NULL;
+    }
+    if (get_buffer(om, &b[2], "move", 'q', n)) {
+        PyBuffer_Release(&b[0]);
+        PyBuffer_Release(&b[1]);
+        return NULL;
+    }
+    const double *x = b[0].buf, *y = b[1].buf;
+    const int64_t *m = b[2].buf;
+    Buf buf = {0};
+    int err = 0;
+    char tmp[700];
+    for (Py_ssize_t i = 0; !err && i < n; i++) {
+        int k = snprintf(tmp, sizeof tmp, "%s%c%.1f,%.1f", i ? " " : "", m[i] ? 'M' : 'L', x[i],
+                         y[i]);
+        err = k < 0 || k >= (int)sizeof tmp || buf_put(&buf, tmp, (size_t)k);
+    }
+    PyObject *out = err ? PyErr_NoMemory() : PyUnicode_DecodeASCII(buf.data ? buf.data : "",
+                                                                  (Py_ssize_t)buf.len, NULL);
+    free(buf.data);
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&b[i]);
+    return out;
+}
+
 /* -- jobs.csv: rows of text from columns (tide.sim.outputs.write_jobs_csv) ---------- */
 
 /* outputs.fmt(x, decimals) for a float: "" when not finite; an integral value
  * as its integer; else "%.*f" with trailing zeros, then a trailing '.', cut;
  * "-0" and "" become "0". printf and Python's format both round the exact
  * binary value correctly (half to even), so the digits are Python's. */
+static int put_int(Buf *b, long long v) {
+    char tmp[24], *end = tmp + sizeof tmp, *p = end;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    return buf_put(b, p, (size_t)(end - p));
+}
+
 static int put_fixed(Buf *b, double x, int decimals) {
     char tmp[512];
-    int n;
     if (!isfinite(x))
         return 0;
-    if (decimals > 0 && fabs(x) < 4611686018427387904.0 && trunc(x) == x) {
-        n = snprintf(tmp, sizeof tmp, "%lld", (long long)x); /* -0.0 -> "0" */
-        return buf_put(b, tmp, (size_t)n);
-    }
-    n = snprintf(tmp, sizeof tmp, "%.*f", decimals, x);
+    if (decimals > 0 && fabs(x) < 4611686018427387904.0 && trunc(x) == x)
+        return put_int(b, (long long)x); /* -0.0 -> "0" */
+    int n = snprintf(tmp, sizeof tmp, "%.*f", decimals, x);
     if (n < 0 || n >= (int)sizeof tmp)
         return -1;
     while (n > 0 && tmp[n - 1] == '0')
@@ -1078,12 +1221,12 @@ static int put_fixed(Buf *b, double x, int decimals) {
     return buf_put(b, tmp, (size_t)n);
 }
 
-/* csv.writer's QUOTE_MINIMAL: a field holding one of `special` is quoted, its
- * quote characters doubled. */
+/* csv.writer's QUOTE_MINIMAL: a field holding one of the special characters
+ * (special[c] != 0) is quoted, its quote characters doubled. */
 static int put_field(Buf *b, const char *p, Py_ssize_t len, const char *special) {
     int quote = 0;
     for (Py_ssize_t i = 0; i < len && !quote; i++)
-        quote = p[i] != 0 && strchr(special, p[i]) != NULL;
+        quote = special[(unsigned char)p[i]];
     if (!quote)
         return buf_put(b, p, (size_t)len);
     if (buf_put(b, "\"", 1))
@@ -1104,10 +1247,13 @@ PyDoc_STRVAR(csv_rows_doc,
 static PyObject *countsim_csv_rows(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *columns;
-    const char *kinds, *special;
+    const char *kinds, *chars;
     int decimals;
-    if (!PyArg_ParseTuple(args, "O!ssi", &PyTuple_Type, &columns, &kinds, &special, &decimals))
+    if (!PyArg_ParseTuple(args, "O!ssi", &PyTuple_Type, &columns, &kinds, &chars, &decimals))
         return NULL;
+    char special[256] = {0};
+    for (const char *c = chars; *c; c++)
+        special[(unsigned char)*c] = 1;
     Py_ssize_t nc = PyTuple_GET_SIZE(columns), rows = -1;
     if ((Py_ssize_t)strlen(kinds) != nc) {
         PyErr_SetString(PyExc_ValueError, "kinds: one letter per column");
@@ -1161,10 +1307,7 @@ static PyObject *countsim_csv_rows(PyObject *self, PyObject *args) {
                 if (put_field(&b, p, len, special))
                     goto nomem;
             } else if (kinds[c] == 'i') {
-                char tmp[32];
-                int n = snprintf(tmp, sizeof tmp, "%lld",
-                                 (long long)((const int64_t *)views[c].buf)[r]);
-                if (buf_put(&b, tmp, (size_t)n))
+                if (put_int(&b, (long long)((const int64_t *)views[c].buf)[r]))
                     goto nomem;
             } else if (put_fixed(&b, ((const double *)views[c].buf)[r], decimals)) {
                 goto nomem;
@@ -1194,6 +1337,8 @@ static PyMethodDef methods[] = {
     {"join_groups", countsim_join_groups, METH_VARARGS, join_groups_doc},
     {"group_dicts", countsim_group_dicts, METH_VARARGS, group_dicts_doc},
     {"csv_rows", countsim_csv_rows, METH_VARARGS, csv_rows_doc},
+    {"hostlists", countsim_hostlists, METH_VARARGS, hostlists_doc},
+    {"svg_path", countsim_svg_path, METH_VARARGS, svg_path_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -50,26 +50,34 @@ class RunData:
 # ---------------------------------------------------------------- series
 
 
-def sparse_step_bins(
-    ts: np.ndarray, pos: np.ndarray, vals: np.ndarray, edges: np.ndarray
-) -> np.ndarray:
-    """step_bins(ts, v, edges) for v zero but at the (rising) indices pos, where
-    v[pos] = vals: the same numbers (the zeros add nothing to the running sums),
-    without the dense v."""
-    if len(ts) == 0:
-        return np.zeros(len(edges) - 1)
-    inner = pos < len(ts) - 1  # step_bins weighs v[:-1]
-    cum = np.concatenate([[0.0], np.cumsum(vals[inner] * np.diff(ts)[pos[inner]])])
-    k = np.searchsorted(ts, edges, side="right") - 1
-    kk = np.clip(k, 0, None)
-    before = cum[np.searchsorted(pos[inner], kk, side="left")]  # cum of the dense v at kk
-    here = np.zeros(len(kk))  # the dense v at kk
-    if len(pos):
-        j = np.minimum(np.searchsorted(pos, kk, side="left"), len(pos) - 1)
-        hit = pos[j] == kk
-        here[hit] = vals[j[hit]]
-    at = np.where(k < 0, 0.0, before + here * (edges - ts[kk]))
-    return np.diff(at) / np.diff(edges)
+class StepGrid:
+    """step_bins over one sample grid ts and bin edges, for many value series:
+    `bins(pos, vals)` is step_bins(ts, v, edges) for v zero but at the rising
+    indices pos, where v[pos] = vals. The same numbers (the zeros add nothing to
+    the running sums) without building v."""
+
+    def __init__(self, ts: np.ndarray, edges: np.ndarray) -> None:
+        self.ts, self.edges = ts, edges
+        self.d = np.diff(ts)
+        self.k = np.searchsorted(ts, edges, side="right") - 1
+        self.kk = np.clip(self.k, 0, None)
+        self.span = edges - ts[self.kk] if len(ts) else edges
+        self.width = np.diff(edges)
+
+    def bins(self, pos: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        if len(self.ts) == 0:
+            return np.zeros(len(self.edges) - 1)
+        kk = self.kk
+        inner = pos < len(self.ts) - 1  # step_bins weighs v[:-1]
+        cum = np.concatenate([[0.0], np.cumsum(vals[inner] * self.d[pos[inner]])])
+        before = cum[np.searchsorted(pos[inner], kk, side="left")]  # the dense cum at kk
+        here = np.zeros(len(kk))  # the dense v at kk
+        if len(pos):
+            j = np.minimum(np.searchsorted(pos, kk, side="left"), len(pos) - 1)
+            hit = pos[j] == kk
+            here[hit] = vals[j[hit]]
+        at = np.where(self.k < 0, 0.0, before + here * self.span)
+        return np.diff(at) / self.width
 
 
 def step_bins(ts: np.ndarray, vals: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -240,7 +248,8 @@ def _cdf_points(
     if len(waits) == 0:
         return [], []
     w = np.sort(np.maximum(np.asarray(waits, dtype=float), 1.0))
-    idx = np.unique(np.linspace(0, len(w) - 1, min(limit, len(w))).astype(int))
+    rising = np.linspace(0, len(w) - 1, min(limit, len(w))).astype(int)
+    idx = rising[np.concatenate(([True], rising[1:] != rising[:-1]))]  # np.unique, no numpy.ma
     xs, ys = [float(w[0])], [0.0]
     for i in idx.tolist():
         xs += [float(w[i]), float(w[i])]
@@ -282,14 +291,17 @@ def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str
     accounts = sorted({a for s in series_of for a in s})
     targets = _dig(runs[0].metrics, "fairness.accounts") or {}
     den = [step_bins(r.timeline.t, r.timeline.allocated.astype(float), edges) for r in runs]
+    grids = [StepGrid(r.timeline.t, edges) for r in runs]
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     charts = []
     for a in accounts:
         series = []
-        for r, by_acct, d_all in zip(runs, series_of, den, strict=True):
+        for r, by_acct, d_all, grid in zip(runs, series_of, den, grids, strict=True):
             pos, gpus = by_acct.get(a, empty)
-            num = sparse_step_bins(r.timeline.t, pos, gpus.astype(float), edges)
-            ys = [100 * n / d if d > 0 else None for n, d in zip(num, d_all, strict=True)]
+            num = grid.bins(pos, gpus.astype(float))
+            share = np.divide(100 * num, d_all, out=np.zeros_like(num), where=d_all > 0)
+            ys = [v if d > 0 else None for v, d in zip(share.tolist(), (d_all > 0).tolist(),
+                                                       strict=True)]  # fmt: skip
             series.append(Series(r.name, r.color, mids, ys))
         tgt = (targets.get(a) or {}).get("target")
         lines = [(100 * tgt, "#333", f"target {100 * tgt:.0f} %")] if tgt else []
@@ -369,6 +381,28 @@ def _groups(run: _Run) -> tuple[list[str], dict[str, int], list[int]]:
     return labels, row, [max(1, sum(per.get(n, 0) for n in b)) for b in blocks]
 
 
+def _job_rows(
+    p: Placement, tab: ResultTable, row: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(job, row, GPUs) for each row each started job holds GPUs in: its nodes'
+    GPUs summed per row (the occupancy only sums them), nodes outside every row
+    and entries without GPUs left out."""
+    job = np.repeat(np.arange(len(tab)), np.diff(p.bounds))  # each entry's job
+    row_of = np.array([row.get(n, -1) for n in p.names], dtype=np.int64)
+    rows = row_of[p.node] if len(p.node) else np.zeros(0, dtype=np.int64)
+    keep = (rows >= 0) & (p.gpus != 0) & tab.started[job]
+    job, rows, g = job[keep], rows[keep], p.gpus[keep]
+    if len(job) > 1:
+        same = job[1:] == job[:-1]
+        if (rows[1:][same] < rows[:-1][same]).any():  # rows not rising within each job
+            order = np.lexsort((rows, job))
+            job, rows, g = job[order], rows[order], g[order]
+            same = job[1:] == job[:-1]
+        first = np.flatnonzero(np.concatenate(([True], ~same | (rows[1:] != rows[:-1]))))
+        job, rows, g = job[first], rows[first], np.add.reduceat(g, first)
+    return job, rows, g
+
+
 def _occupancy(runs: list[_Run], t0: float, t1: float, unit: float, uname: str) -> str:
     edges = np.linspace(t0, t1, 121)
     out = []
@@ -377,19 +411,18 @@ def _occupancy(runs: list[_Run], t0: float, t1: float, unit: float, uname: str) 
         if not labels:
             out.append(f"<p>{escape(r.name)}: no placement data.</p>")
             continue
-        p, tab = placements(r.table), r.table
-        job = np.repeat(np.arange(len(tab)), np.diff(p.bounds))  # each entry's job
-        row_of = np.array([row.get(n, -1) for n in p.names], dtype=np.int64)
-        rows = row_of[p.node] if len(p.node) else np.zeros(0, dtype=np.int64)
-        keep = (rows >= 0) & (p.gpus != 0) & tab.started[job]
-        job, rows, g = job[keep], rows[keep], p.gpus[keep]
+        job, rows, g = _job_rows(placements(r.table), r.table, row)
+        tab = r.table
         end = np.where(np.isnan(tab.end), t1, tab.end)
-        # each entry holds g GPUs of its row from the job's start to its end
-        ev_row = np.concatenate([rows, rows])
+        # each (job, row) holds g GPUs of the row from the job's start to its end; events
+        # at one time may come in any order (step_bins reads the level after the last)
         ev_t = np.concatenate([tab.start[job], end[job]])
-        ev_d = np.concatenate([g, -g])
-        order = np.lexsort((ev_t, ev_row))  # by row, then time (stable)
-        ev_row, ev_t, ev_d = ev_row[order], ev_t[order], ev_d[order]
+        by_t = np.argsort(ev_t, kind="stable")
+        small = np.int16 if len(labels) < 2**15 else np.int64  # a radix sort for small ints
+        ev_row = np.concatenate([rows, rows]).astype(small)[by_t]
+        by_row = np.argsort(ev_row, kind="stable")
+        ev_row, ev_t = ev_row[by_row], ev_t[by_t][by_row]
+        ev_d = np.concatenate([g, -g])[by_t][by_row]
         cut = np.searchsorted(ev_row, np.arange(len(labels) + 1))
         matrix = []
         for k in range(len(labels)):

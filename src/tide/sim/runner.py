@@ -134,10 +134,12 @@ def load_inputs(
 
 
 def _cluster(spec: str | None, default: str | None) -> LoadedCluster | None:
+    name = spec or default
+    if not name:
+        return None
     from tide.config.loader import resolve_cluster
 
-    name = spec or default
-    return resolve_cluster(name) if name else None
+    return resolve_cluster(name)
 
 
 def _scenario(name: str, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:

@@ -4,9 +4,18 @@ network): line/step charts with shared axes, and heat strips."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from html import escape
+
+import numpy as np
+
+try:
+    from tide.sim import _countsim
+except ImportError:  # not built: Python formats
+    _countsim = None  # type: ignore[assignment]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")  # fmt: skip
@@ -90,6 +99,14 @@ class Chart:
         return [10.0**k for k in range(lo, hi + 1) if self.x0 <= 10.0**k <= self.x1]
 
     def _axes(self) -> list[str]:
+        top, _, _, left = self.margin
+        frame = _frame(self.x0, self.x1, self.y0, self.y1, self.xlog, self.width, self.height,
+                       self.margin, self.xlabel, self.ylabel)  # fmt: skip
+        return [frame, f'<text x="{left}" y="{top - 10}" {FONT} font-weight="600">'
+                       f"{escape(self.title)}</text>"]  # fmt: skip
+
+    def _frame(self) -> str:
+        """The plot box, grid, tick labels and axis labels: all but the title."""
         top, right, bottom, left = self.margin
         out = [f'<rect x="{left}" y="{top}" width="{self.width - left - right}" '
                f'height="{self.height - top - bottom}" fill="#fff" stroke="#999"/>']  # fmt: skip
@@ -112,26 +129,36 @@ class Chart:
             f'<text transform="translate(13,{top + (self.height - top - bottom) / 2:.0f}) '
             f'rotate(-90)" text-anchor="middle" {FONT}>{escape(self.ylabel)}</text>'
         )
-        out.append(f'<text x="{left}" y="{top - 10}" {FONT} font-weight="600">'
-                   f"{escape(self.title)}</text>")  # fmt: skip
-        return out
+        return "".join(out)
 
     def _path(self, s: Series) -> str:
-        parts: list[str] = []
-        pen_up = True
-        for x, y in zip(s.xs, s.ys, strict=True):
-            if y is None or (isinstance(y, float) and math.isnan(y)):
-                pen_up = True
-                continue
-            yc = min(max(y, self.y0), self.y1)
-            parts.append(f"{'M' if pen_up else 'L'}{self._x(x):.1f},{self._y(yc):.1f}")
-            pen_up = False
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
         return (
-            f'<path d="{" ".join(parts)}" fill="none" stroke="{s.color}" '
+            f'<path d="{self._path_data(s)}" fill="none" stroke="{s.color}" '
             f'stroke-width="{s.width}" stroke-opacity="0.85"{dash}>'
             f"<title>{escape(s.label)}</title></path>"
         )
+
+    def _path_data(self, s: Series) -> str:
+        """'M x,y L x,y ...' in pixels; a missing y (None, NaN) lifts the pen."""
+        if not len(s.xs):
+            return ""
+        ys = np.array([np.nan if y is None else y for y in s.ys], dtype=np.float64)
+        ok = ~np.isnan(ys)
+        # as _x and _y compute them, operation for operation, on every point at once
+        left, top, w, h = self._plot
+        if self.xlog:  # math.log10, as _x takes it
+            x0 = self.x0
+            a, b = math.log10(x0), math.log10(self.x1)
+            xs = np.array([math.log10(max(v, x0)) for v in s.xs], dtype=np.float64)
+        else:
+            a, b = self.x0, self.x1
+            xs = np.asarray(s.xs, dtype=np.float64)
+        px = left + (xs - a) / ((b - a) or 1) * w
+        yc = np.minimum(np.maximum(ys, self.y0), self.y1)
+        py = (top + h) - (yc - self.y0) / ((self.y1 - self.y0) or 1) * h
+        move = ok & np.concatenate(([True], ~ok[:-1]))
+        return path_text(px[ok], py[ok], move[ok])
 
     def svg(self) -> str:
         body = self._axes()
@@ -147,11 +174,37 @@ class Chart:
                 + "".join(body) + "</svg>")  # fmt: skip
 
 
+@lru_cache(maxsize=64)
+def _frame(x0: float, x1: float, y0: float, y1: float, xlog: bool, width: int, height: int,
+           margin: tuple[int, int, int, int], xlabel: str, ylabel: str) -> str:  # fmt: skip
+    """Chart._frame, once per set of axes (every account's share chart has the same)."""
+    return Chart("", xlabel, ylabel, x0, x1, y0, y1, xlog=xlog, width=width, height=height,
+                 margin=margin)._frame()  # fmt: skip
+
+
+def path_text(px: np.ndarray, py: np.ndarray, move: np.ndarray) -> str:
+    """' '.join(f"{'M' if m else 'L'}{x:.1f},{y:.1f}") over the points (in C when built)."""
+    if _countsim is not None and not os.environ.get("TIDE_NO_C"):
+        x, y = (np.ascontiguousarray(v, dtype=np.float64) for v in (px, py))
+        return _countsim.svg_path(x, y, np.ascontiguousarray(move, dtype=np.int64))
+    points = zip(move.tolist(), px.tolist(), py.tolist(), strict=True)
+    return " ".join(f"{'M' if m else 'L'}{x:.1f},{y:.1f}" for m, x, y in points)
+
+
 def heat_color(v: float) -> str:
     """0 -> pale, 1 -> dark blue (a single-hue ramp readable in print)."""
     v = min(1.0, max(0.0, v))
     r, g, b = (int(247 + (8 - 247) * v), int(251 + (48 - 251) * v), int(255 + (107 - 255) * v))
     return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heat_codes(values: Sequence[float]) -> np.ndarray:
+    """heat_color of each value as the integer 0xRRGGBB, all at once."""
+    v = np.asarray(values, dtype=np.float64)
+    v = np.minimum(1.0, np.maximum(0.0, np.where(np.isnan(v), 0.0, v)))  # max(0.0, nan) is 0.0
+    r, g, b = ((lo + (hi - lo) * v).astype(np.int64)  # int() truncates; all positive here
+               for lo, hi in ((247, 8), (251, 48), (255, 107)))  # fmt: skip
+    return (r << 16) | (g << 8) | b
 
 
 def heat_strip(title: str, rows: Sequence[str], matrix: Sequence[Sequence[float]],
@@ -167,14 +220,13 @@ def heat_strip(title: str, rows: Sequence[str], matrix: Sequence[Sequence[float]
         if cell_h >= 9 or r % max(1, 10 // cell_h) == 0:
             out.append(f'<text x="{left - 4}" y="{y + cell_h - 2}" text-anchor="end" {FONT}>'
                        f"{escape(label)}</text>")  # fmt: skip
-        c = 0
-        while c < len(row):  # one rect per run of equal colours: smaller, no seams
-            color, start = heat_color(row[c]), c
-            while c < len(row) and heat_color(row[c]) == color:
-                c += 1
-            x, w = left + start * cw, (c - start) * cw
+        codes = heat_codes(row)
+        # one rect per run of equal colours: smaller, no seams
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))).tolist()
+        for start, stop in zip(starts, [*starts[1:], len(codes)], strict=True):
+            x, w = left + start * cw, (stop - start) * cw
             out.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{cell_h}" '
-                       f'fill="{color}"/>')  # fmt: skip
+                       f'fill="#{int(codes[start]):06x}"/>')  # fmt: skip
     axis = Chart("", xlabel, "", x0, x1, 0, 1, width=width, margin=(0, 10, 0, left))
     for t in nice_ticks(x0, x1, 10):
         x = axis._x(t)
