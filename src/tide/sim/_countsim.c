@@ -21,6 +21,7 @@
 #pragma STDC FP_CONTRACT OFF /* gcc takes -ffp-contract=off (setup.py) */
 #endif
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1143,6 +1144,37 @@ static PyObject *countsim_hostlists(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* "%.1f" of x into out (room for 330 bytes); the length. Where long double holds
+ * 64 bits of mantissa, 10 * x is exact in it and rintl rounds half to even, as
+ * printf rounds the exact value: the same digits without printf's cost. */
+static int fixed1(char *out, double x) {
+#if defined(LDBL_MANT_DIG) && LDBL_MANT_DIG >= 64
+    if (fabs(x) < 1e15) {
+        long double t = rintl((long double)x * 10.0L);
+        long long r = (long long)(t < 0 ? -t : t);
+        char digits[24], *p = digits + sizeof digits;
+        *--p = (char)('0' + r % 10);
+        *--p = '.';
+        r /= 10;
+        do {
+            *--p = (char)('0' + r % 10);
+            r /= 10;
+        } while (r);
+        int k = 0;
+        if (signbit(x))
+            out[k++] = '-';
+        size_t len = (size_t)(digits + sizeof digits - p);
+        memcpy(out + k, p, len);
+        return k + (int)len;
+    }
+#endif
+    if (isnan(x)) { /* Python writes no sign */
+        memcpy(out, "nan", 3);
+        return 3;
+    }
+    return snprintf(out, 330, "%.1f", x);
+}
+
 PyDoc_STRVAR(svg_path_doc,
 "svg_path(x, y, move) -> str\n\n"
 "' '.join(f\"{'M' if m else 'L'}{x:.1f},{y:.1f}\") over the points: float64 x, y and\n"
@@ -1173,15 +1205,215 @@ static PyObject *countsim_svg_path(PyObject *self, PyObject *args) {
     int err = 0;
     char tmp[700];
     for (Py_ssize_t i = 0; !err && i < n; i++) {
-        int k = snprintf(tmp, sizeof tmp, "%s%c%.1f,%.1f", i ? " " : "", m[i] ? 'M' : 'L', x[i],
-                         y[i]);
-        err = k < 0 || k >= (int)sizeof tmp || buf_put(&buf, tmp, (size_t)k);
+        int k = snprintf(tmp, sizeof tmp, "%s%c", i ? " " : "", m[i] ? 'M' : 'L');
+        k += fixed1(tmp + k, x[i]);
+        tmp[k++] = ',';
+        k += fixed1(tmp + k, y[i]);
+        err = buf_put(&buf, tmp, (size_t)k);
     }
     PyObject *out = err ? PyErr_NoMemory() : PyUnicode_DecodeASCII(buf.data ? buf.data : "",
                                                                   (Py_ssize_t)buf.len, NULL);
     free(buf.data);
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&b[i]);
+    return out;
+}
+
+/* -- report.html: node occupancy by row (tide.sim.report._occupancy) ---------------- */
+
+PyDoc_STRVAR(occupancy_doc,
+"occupancy(bounds, node, gpus, row_of_node, start, end, by_start, by_end, n_rows, edges,\n"
+"          cap) -> bytes\n\n"
+"report._occupancy's matrix, n_rows x (len(edges) - 1) float64: for each row, the\n"
+"bin averages (report.step_bins) of the GPUs its nodes hold, over the capacity cap[r].\n"
+"Job j holds gpus[i] GPUs on node node[i] for i in bounds[j]:bounds[j+1] from start[j]\n"
+"to end[j]; by_start and by_end list the jobs that started, by start and by end time.\n"
+"Node n is in row row_of_node[n] (-1: none). The arithmetic is step_bins' own, step\n"
+"for step, so the numbers are the same.");
+
+typedef struct {
+    double t;
+    int64_t d;
+} OccEvent;
+
+static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[10];
+    Py_ssize_t n_rows;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &n_rows, &o[8], &o[9]))
+        return NULL;
+    static const char *what[10] = {"bounds", "node", "gpus", "row_of_node", "start",
+                                   "end",    "by_start", "by_end", "edges", "cap"};
+    static const char kind[10] = {'q', 'q', 'q', 'q', 'd', 'd', 'q', 'q', 'd', 'q'};
+    Py_buffer b[10];
+    int got = 0;
+    for (; got < 10; got++)
+        if (get_buffer(o[got], &b[got], what[got], kind[got], -1))
+            break;
+    PyObject *out = NULL;
+    int64_t *pair_row = NULL, *pair_g = NULL, *pair_at = NULL, *count = NULL, *acc = NULL;
+    int64_t *touched = NULL, *fill = NULL;
+    OccEvent *ev = NULL;
+    double *matrix = NULL, *cum = NULL, *level = NULL, *at = NULL;
+    if (got < 10)
+        goto done;
+    const int64_t *bounds = b[0].buf, *node = b[1].buf, *gpus = b[2].buf, *row_of = b[3].buf;
+    const double *start = b[4].buf, *end = b[5].buf, *edges = b[8].buf;
+    const int64_t *by_start = b[6].buf, *by_end = b[7].buf, *cap = b[9].buf;
+    Py_ssize_t jobs = b[0].len / 8 - 1, entries = b[1].len / 8, nodes = b[3].len / 8;
+    Py_ssize_t n_s = b[6].len / 8, n_e = b[7].len / 8, n_edges = b[8].len / 8;
+    if (jobs < 0 || b[2].len != b[1].len || b[4].len / 8 != jobs || b[5].len / 8 != jobs ||
+        n_rows < 0 || b[9].len / 8 != n_rows || n_edges < 2 || bounds[0] != 0 ||
+        bounds[jobs] != entries) {
+        PyErr_SetString(PyExc_ValueError, "occupancy: inconsistent array lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < entries; i++)
+        if (node[i] < 0 || node[i] >= nodes) {
+            PyErr_SetString(PyExc_ValueError, "occupancy: node out of range");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < nodes; i++)
+        if (row_of[i] >= n_rows) {
+            PyErr_SetString(PyExc_ValueError, "occupancy: row out of range");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n_s + n_e; i++) {
+        int64_t j = i < n_s ? by_start[i] : by_end[i - n_s];
+        if (j < 0 || j >= jobs) {
+            PyErr_SetString(PyExc_ValueError, "occupancy: job out of range");
+            goto done;
+        }
+    }
+    /* each job's GPUs per row (pairs), job after job */
+    size_t cap_pairs = (size_t)entries + 1;
+    pair_row = malloc(cap_pairs * sizeof(int64_t));
+    pair_g = malloc(cap_pairs * sizeof(int64_t));
+    pair_at = malloc(((size_t)jobs + 1) * sizeof(int64_t));
+    acc = calloc((size_t)n_rows + 1, sizeof(int64_t));
+    touched = malloc(((size_t)n_rows + 1) * sizeof(int64_t));
+    count = calloc((size_t)n_rows + 1, sizeof(int64_t));
+    if (!pair_row || !pair_g || !pair_at || !acc || !touched || !count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t np_ = 0;
+    for (Py_ssize_t j = 0; j < jobs; j++) {
+        pair_at[j] = np_;
+        int64_t nt = 0;
+        for (int64_t i = bounds[j]; i < bounds[j + 1]; i++) {
+            int64_t r = row_of[node[i]];
+            if (r < 0 || gpus[i] == 0)
+                continue;
+            if (acc[r] == 0 && !count[r]) /* count[r] doubles as a 'touched' flag here */
+                touched[nt++] = r;
+            count[r] = 1;
+            acc[r] += gpus[i];
+        }
+        for (int64_t k = 0; k < nt; k++) {
+            int64_t r = touched[k];
+            pair_row[np_] = r;
+            pair_g[np_++] = acc[r];
+            acc[r] = 0;
+            count[r] = 0;
+        }
+    }
+    pair_at[jobs] = np_;
+    /* events per row: the starts in start order, then the ends in end order */
+    for (Py_ssize_t i = 0; i < n_s; i++)
+        for (int64_t p = pair_at[by_start[i]]; p < pair_at[by_start[i] + 1]; p++)
+            count[pair_row[p]]++;
+    for (Py_ssize_t i = 0; i < n_e; i++)
+        for (int64_t p = pair_at[by_end[i]]; p < pair_at[by_end[i] + 1]; p++)
+            count[pair_row[p]]++;
+    fill = malloc(((size_t)n_rows + 1) * sizeof(int64_t));
+    int64_t total = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++)
+        total += count[r];
+    ev = malloc(((size_t)total + 1) * sizeof(OccEvent));
+    size_t bins = (size_t)n_edges - 1;
+    matrix = calloc((size_t)n_rows * bins + 1, sizeof(double));
+    if (!fill || !ev || !matrix) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0, at0 = 0; r < n_rows; r++) {
+        fill[r] = at0;
+        at0 += count[r];
+    }
+    /* starts and ends land in two sorted halves per row; merged below */
+    int64_t *half = count; /* reuse: where each row's ends begin */
+    for (Py_ssize_t i = 0; i < n_s; i++) {
+        int64_t j = by_start[i];
+        for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
+            ev[fill[pair_row[p]]++] = (OccEvent){start[j], pair_g[p]};
+    }
+    for (Py_ssize_t r = 0; r < n_rows; r++)
+        half[r] = fill[r];
+    for (Py_ssize_t i = 0; i < n_e; i++) {
+        int64_t j = by_end[i];
+        for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
+            ev[fill[pair_row[p]]++] = (OccEvent){end[j], -pair_g[p]};
+    }
+    OccEvent *merged = malloc(((size_t)total + 1) * sizeof(OccEvent));
+    cum = malloc(((size_t)total + 1) * sizeof(double));
+    level = malloc(((size_t)total + 1) * sizeof(double));
+    at = malloc((size_t)n_edges * sizeof(double));
+    if (!merged || !cum || !level || !at) {
+        free(merged);
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0, lo = 0; r < n_rows; r++) {
+        int64_t mid = half[r], hi = fill[r], a = lo, z = mid, n = hi - lo, m = 0;
+        while (a < mid || z < hi) /* any order among equal times reads the same */
+            merged[m++] = (z >= hi || (a < mid && ev[a].t <= ev[z].t)) ? ev[a++] : ev[z++];
+        lo = hi;
+        double *row = matrix + (size_t)r * bins;
+        if (n == 0)
+            continue; /* step_bins of no samples: zeros */
+        /* level = cumsum(deltas); cum = [0, cumsum(level[:-1] * diff(ts))] */
+        int64_t run = 0;
+        for (int64_t i = 0; i < n; i++) {
+            run += merged[i].d;
+            level[i] = (double)run;
+        }
+        cum[0] = 0.0;
+        for (int64_t i = 1; i < n; i++) {
+            double term = level[i - 1] * (merged[i].t - merged[i - 1].t);
+            cum[i] = i == 1 ? term : cum[i - 1] + term;
+        }
+        /* at = cum[k] + level[k] * (edge - ts[k]), k the last sample at or before edge */
+        int64_t k = -1;
+        for (Py_ssize_t e = 0; e < n_edges; e++) {
+            while (k + 1 < n && merged[k + 1].t <= edges[e])
+                k++;
+            int64_t kk = k < 0 ? 0 : k;
+            double v = cum[kk] + level[kk] * (edges[e] - merged[kk].t);
+            at[e] = k < 0 ? 0.0 : v;
+        }
+        double c = (double)(cap[r] > 1 ? cap[r] : 1);
+        for (size_t e = 0; e < bins; e++)
+            row[e] = ((at[e + 1] - at[e]) / (edges[e + 1] - edges[e])) / c;
+    }
+    free(merged);
+    out = bytes_of(matrix, (size_t)n_rows * bins * sizeof(double));
+done:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    free(pair_row);
+    free(pair_g);
+    free(pair_at);
+    free(count);
+    free(acc);
+    free(touched);
+    free(fill);
+    free(ev);
+    free(matrix);
+    free(cum);
+    free(level);
+    free(at);
     return out;
 }
 
@@ -1339,6 +1571,7 @@ static PyMethodDef methods[] = {
     {"csv_rows", countsim_csv_rows, METH_VARARGS, csv_rows_doc},
     {"hostlists", countsim_hostlists, METH_VARARGS, hostlists_doc},
     {"svg_path", countsim_svg_path, METH_VARARGS, svg_path_doc},
+    {"occupancy", countsim_occupancy, METH_VARARGS, occupancy_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,7 @@ no network, a few hundred KB even for 300,000 jobs (series are binned).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -23,6 +24,11 @@ from tide.model import Cluster
 from tide.sim.metrics import SIZE_CLASSES, JobResult, Sample, compute_metrics, size_classes
 from tide.sim.svg import PALETTE, Chart, Series, heat_strip, legend
 from tide.sim.table import Placement, ResultTable, Timeline
+
+try:
+    from tide.sim import _countsim
+except ImportError:  # not built: numpy computes the occupancy
+    _countsim = None  # type: ignore[assignment]
 
 SECTIONS = (
     ("metrics", "Metrics"),
@@ -403,6 +409,43 @@ def _job_rows(
     return job, rows, g
 
 
+def _occupancy_matrix(
+    tab: ResultTable, row: dict[str, int], n_rows: int, cap: list[int], edges: np.ndarray,
+    t1: float,
+) -> list[list[float]]:
+    """Per row, the bin averages of its allocated GPUs over its capacity (a job
+    that never ended holds its GPUs until t1)."""
+    p = placements(tab)
+    end = np.where(np.isnan(tab.end), t1, tab.end)
+    if _countsim is not None and not os.environ.get("TIDE_NO_C"):
+        started = np.flatnonzero(tab.started)
+        by_start = started[np.argsort(tab.start[started], kind="stable")]
+        by_end = started[np.argsort(end[started], kind="stable")]
+        row_of = np.array([row.get(n, -1) for n in p.names], dtype=np.int64)
+        cells = _countsim.occupancy(
+            p.bounds, p.node, p.gpus, row_of, tab.start, end, by_start, by_end, n_rows,
+            edges, np.asarray(cap, dtype=np.int64),
+        )  # fmt: skip
+        return np.frombuffer(cells, dtype=np.float64).reshape(n_rows, -1).tolist()
+    job, rows, g = _job_rows(p, tab, row)
+    # each (job, row) holds g GPUs of the row from the job's start to its end; events
+    # at one time may come in any order (step_bins reads the level after the last)
+    ev_t = np.concatenate([tab.start[job], end[job]])
+    by_t = np.argsort(ev_t, kind="stable")
+    small = np.int16 if n_rows < 2**15 else np.int64  # a radix sort for small ints
+    ev_row = np.concatenate([rows, rows]).astype(small)[by_t]
+    by_row = np.argsort(ev_row, kind="stable")
+    ev_row, ev_t = ev_row[by_row], ev_t[by_t][by_row]
+    ev_d = np.concatenate([g, -g])[by_t][by_row]
+    cut = np.searchsorted(ev_row, np.arange(n_rows + 1))
+    matrix = []
+    for k in range(n_rows):
+        ts = ev_t[cut[k] : cut[k + 1]]
+        level = np.cumsum(ev_d[cut[k] : cut[k + 1]]).astype(float)
+        matrix.append((step_bins(ts, level, edges) / max(1, cap[k])).tolist())
+    return matrix
+
+
 def _occupancy(runs: list[_Run], t0: float, t1: float, unit: float, uname: str) -> str:
     edges = np.linspace(t0, t1, 121)
     out = []
@@ -411,24 +454,7 @@ def _occupancy(runs: list[_Run], t0: float, t1: float, unit: float, uname: str) 
         if not labels:
             out.append(f"<p>{escape(r.name)}: no placement data.</p>")
             continue
-        job, rows, g = _job_rows(placements(r.table), r.table, row)
-        tab = r.table
-        end = np.where(np.isnan(tab.end), t1, tab.end)
-        # each (job, row) holds g GPUs of the row from the job's start to its end; events
-        # at one time may come in any order (step_bins reads the level after the last)
-        ev_t = np.concatenate([tab.start[job], end[job]])
-        by_t = np.argsort(ev_t, kind="stable")
-        small = np.int16 if len(labels) < 2**15 else np.int64  # a radix sort for small ints
-        ev_row = np.concatenate([rows, rows]).astype(small)[by_t]
-        by_row = np.argsort(ev_row, kind="stable")
-        ev_row, ev_t = ev_row[by_row], ev_t[by_t][by_row]
-        ev_d = np.concatenate([g, -g])[by_t][by_row]
-        cut = np.searchsorted(ev_row, np.arange(len(labels) + 1))
-        matrix = []
-        for k in range(len(labels)):
-            ts = ev_t[cut[k] : cut[k + 1]]
-            level = np.cumsum(ev_d[cut[k] : cut[k + 1]]).astype(float)
-            matrix.append((step_bins(ts, level, edges) / max(1, cap[k])).tolist())
+        matrix = _occupancy_matrix(r.table, row, len(labels), cap, edges, t1)
         out.append(heat_strip(f"{r.name}: share of GPUs allocated", labels, matrix,
                               t0 / unit, t1 / unit, f"time ({uname})"))  # fmt: skip
     scale = ('<div class="legend">0 % <span class="ramp"></span> 100 % of the row\'s GPUs'

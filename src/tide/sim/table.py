@@ -238,7 +238,8 @@ class Timeline:
 
     def account_series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Per account: (indices of the samples that list it, its GPUs there)."""
-        order = np.argsort(self.account, kind="stable")
+        small = self.account.astype(np.int16) if len(self.names) < 2**15 else self.account
+        order = np.argsort(small, kind="stable")  # a radix sort for 16-bit keys
         sample = np.searchsorted(self.first, order, side="right") - 1
         acct = self.account[order]
         cut = np.flatnonzero(np.diff(acct)) + 1
