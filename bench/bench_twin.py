@@ -17,6 +17,10 @@ per second of simulation.
     .venv/bin/python bench/bench_twin.py                 # everything, median of 3
     .venv/bin/python bench/bench_twin.py --reps 1 --no-general
 
+Both tide's and pyss's sources are compiled to bytecode before the runs (as an
+installed package is; PYTHONDONTWRITEBYTECODE would otherwise make every run
+compile them again).
+
 pyss needs its Python 3 port under /tmp/pyss-repro/py3/src (build it with
 ../shared/peers/pyss/run_all.sh from the predictsim mirror; see that README);
 without it the pyss rows are skipped with a message. Environment overrides:
@@ -235,6 +239,9 @@ def main() -> None:
     if isinstance(pyss, str):
         print(f"pyss: skipped: {pyss}")
         pyss = None
+    _bytecode(py, ROOT / "src" / "tide")
+    if pyss is not None:
+        _bytecode(pyss[0][0], Path(pyss[0][2]))
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} at start; "
           f"reps {a.reps}, wall = median")  # fmt: skip
     rows: list[tuple[str, str, Timing]] = []
@@ -274,6 +281,15 @@ def main() -> None:
             head = f"general engine, {scenario} ({e['nodes']:.0f} nodes, slurm policy)"
             print(f"{head}: {what} in {e['seconds']:.1f} s = {rate:,.0f} jobs/s, "
                   f"peak RSS {t.rss_mb:.0f} MB")  # fmt: skip
+
+
+def _bytecode(python: str, tree: Path) -> None:
+    """Compile the tree's modules to bytecode first, for tide and pyss alike: an
+    installed package has it, and with PYTHONDONTWRITEBYTECODE set (as in some
+    sandboxes) every run would otherwise compile its sources again."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([python, "-m", "compileall", "-q", str(tree)], env=env, check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
 def _report(row: tuple[str, str, Timing]) -> None:

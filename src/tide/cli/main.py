@@ -16,8 +16,12 @@ _FIRST = sys.argv[1] if len(sys.argv) > 1 else ""
 
 if _FIRST == "sim":
     # `tide sim ...` replays run as one process per replay (benchmarks time them whole):
-    # only the twin's commands are loaded, not the client, server and cluster tools.
+    # only the twin's commands are loaded, not the client, server and cluster tools,
+    # and option values are coerced without pydantic where that is certain.
+    from tide.cli import fast_params
     from tide.cli.sim import sim_app
+
+    fast_params.install()
 
     app.add_typer(sim_app, name="sim")
 else:

@@ -211,5 +211,5 @@ def _result(row: dict[str, str]) -> JobResult:
         min_leaf_switches=int(row.get("min_leaf_switches") or 0),
         held_idle_gpu_seconds=float(row.get("held_idle_gpu_seconds") or 0),
         deadlocked=row.get("deadlocked") == "1",
-        **{k: row.get(k, "") for k in get},
+        **{k: row.get(k, "") for k in get},  # type: ignore[arg-type]
     )

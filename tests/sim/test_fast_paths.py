@@ -1,0 +1,190 @@
+"""The twin's fast paths give what the plain code gives, byte for byte: jobs.csv
+rows in C against csv.writer + fmt, the report's occupancy and SVG path text in
+C against numpy / Python, columns against JobResults and Samples, and the
+plain option coercion of `tide sim` against Typer's own."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from tide.sim.metrics import JobResult, Sample, compute_metrics
+from tide.sim.outputs import _csv_special, fmt, write_jobs_csv
+from tide.sim.table import ResultTable, Timeline
+
+_countsim = pytest.importorskip("tide.sim._countsim", reason="the C kernel is not built")
+
+
+def _floats(rng: random.Random, n: int) -> list[float]:
+    special = [0.0, -0.0, 0.05, -0.05, 0.25, 0.35, 0.0005, 0.0015, 2.0005, -1e-9, 1e300,
+               float("nan"), float("inf"), -float("inf"), 1e15 - 0.05, 123456789.5]  # fmt: skip
+    out = []
+    for _ in range(n):
+        k = rng.random()
+        if k < 0.3:
+            out.append(rng.uniform(-1e4, 1e4))
+        elif k < 0.5:
+            out.append(float(rng.randint(-(10**9), 10**9)))
+        elif k < 0.6:
+            out.append(struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0])
+        elif k < 0.7:
+            out.append(rng.uniform(-1, 1) * 10 ** rng.randint(-8, 20))
+        else:
+            out.append(rng.choice(special))
+    return out
+
+
+def test_csv_rows_same_as_csv_writer() -> None:
+    rng = random.Random(7)
+    chars = ["a", ",", '"', "\n", "\r", "é", " ", "\t", ";", "\x00", "["]
+    strs = ["".join(rng.choice(chars) for _ in range(rng.randint(0, 6))) for _ in range(3000)]
+    ints = np.array([rng.randint(-(2**63), 2**63 - 1) for _ in range(3000)], dtype=np.int64)
+    floats = np.array(_floats(rng, 3000))
+    body = _countsim.csv_rows((strs, ints, floats), "sif", _csv_special(), 3)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(
+        zip(strs, map(str, ints.tolist()), [fmt(v) for v in floats.tolist()], strict=True)
+    )
+    assert body == buf.getvalue().encode()
+
+
+def test_svg_path_same_as_format() -> None:
+    x = np.array(_floats(random.Random(3), 20000))
+    y = x[::-1].copy()
+    move = (np.arange(len(x)) % 7 == 0).astype(np.int64)
+    points = zip(move.tolist(), x.tolist(), y.tolist(), strict=True)
+    want = " ".join(f"{'M' if m else 'L'}{a:.1f},{b:.1f}" for m, a, b in points)
+    assert _countsim.svg_path(x, y, move) == want
+
+
+def test_hostlists_same_as_compress() -> None:
+    from tide.hostlist import compress
+    from tide.sim.count_fast import node_strings
+
+    names = [f"gpu{i:03d}" for i in range(1, 41)]
+    rng = random.Random(1)
+    need = np.array([rng.randint(1, 12) for _ in range(400)], dtype=np.int64)
+    ids = np.concatenate([np.sort(rng.sample(range(40), int(k))) for k in need]).astype(np.int32)
+    started = np.array([rng.random() < 0.9 for _ in range(400)])
+    nodelist, gpu_index = node_strings(names, 8, ids, need, started)
+    bounds = np.concatenate(([0], np.cumsum(need)))
+    for k in range(400):
+        mine = [names[i] for i in ids[bounds[k] : bounds[k + 1]]] if started[k] else []
+        assert nodelist[k] == (compress(mine) if mine else "")
+        assert gpu_index[k] == ";".join(f"{n}:0-7" for n in mine)
+
+
+def _results(rng: random.Random, n: int) -> list[JobResult]:
+    out = []
+    for k in range(n):
+        submit = float(rng.randint(0, 5000))
+        start = submit + rng.choice([0.0, 1.5, 60.0, 999.25]) if rng.random() < 0.9 else None
+        end = start + rng.uniform(0, 3000) if start is not None and rng.random() < 0.95 else None
+        nodes = rng.randint(1, 4)
+        first = rng.randint(1, 20 - nodes)
+        hosts = [f"gpu{first + i:02d}" for i in range(nodes)]
+        out.append(JobResult(
+            k + 1, f"j{k}", f"u{k % 3}", rng.choice(["a", "b", "c,d"]), "p", "normal",
+            gpus=4 * nodes, nodes=nodes, submit=submit, start=start, end=end,
+            eligible=submit + 5 if rng.random() < 0.2 else None,
+            state="COMPLETED" if end is not None else "PENDING",
+            nodelist=f"gpu[{first:02d}-{first + nodes - 1:02d}]" if nodes > 1 else hosts[0],
+            gpu_index=";".join(f"{h}:0-3" for h in hosts) if start is not None else "",
+            held_idle_gpu_seconds=rng.choice([0.0, 12.5]), deadlocked=rng.random() < 0.05,
+            lost_gpu_seconds=rng.choice([0.0, 7.125]),
+        ))  # fmt: skip
+    return out
+
+
+def test_table_round_trip_and_jobs_csv(tmp_path: os.PathLike[str]) -> None:
+    rs = _results(random.Random(2), 300)
+    tab = ResultTable.from_results(rs)
+    assert tab.to_results() == rs
+    a, b = f"{tmp_path}/a.csv", f"{tmp_path}/b.csv"
+    write_jobs_csv(a, tab)
+    os.environ["TIDE_NO_C"] = "1"
+    try:
+        write_jobs_csv(b, rs)
+    finally:
+        del os.environ["TIDE_NO_C"]
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        assert fa.read() == fb.read()
+
+
+def test_timeline_round_trip_and_time_order() -> None:
+    samples = [Sample(5.0, 3, 0, 1, {"a": 1, "b": 2}), Sample(1.0, 1, 1, 2, {}),
+               Sample(5.0, 0, 0, 0, {"b": 4})]  # fmt: skip
+    tl = Timeline.from_samples(samples)
+    assert [s.t for s in tl.to_samples()] == [1.0, 5.0, 5.0]
+    assert [s.by_account for s in tl.to_samples()] == [{}, {"a": 1, "b": 2}, {"b": 4}]
+    raw = Timeline(np.array([5.0, 1.0]), np.array([3, 1]), np.array([0, 1]), np.array([1, 2]),
+                   np.array([0, 2, 2]), np.array([0, 1]), np.array([1, 2]), ["a", "b"])  # fmt: skip
+    sorted_ = raw.in_time_order()
+    assert sorted_.t.tolist() == [1.0, 5.0] and sorted_.first.tolist() == [0, 0, 2]
+
+
+def test_report_occupancy_same_with_and_without_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tide.sim import report
+    from tide.sim.workload.clusters import tree_cluster
+
+    rs = _results(random.Random(4), 400)
+    cluster = tree_cluster("t", nodes=20, nodes_per_leaf=4)  # gpu01..gpu20 under 5 leaves
+    runs = {"tree": report.RunData(rs, 80, cluster=cluster), "blocks": report.RunData(rs[::2], 80),
+            "flat": report.RunData(rs[1::3], 80, cluster=tree_cluster("f", 20, 20))}  # fmt: skip
+    fast = report.render_report(runs)
+    monkeypatch.setenv("TIDE_NO_C", "1")
+    assert report.render_report(runs) == fast
+
+
+def test_metrics_same_from_objects_and_columns() -> None:
+    rs = _results(random.Random(5), 200)
+    samples = [Sample(float(t), t % 7, t % 3, t % 5, {"a": t % 4, "b": 1})
+               for t in range(0, 900, 9)]  # fmt: skip
+    a = compute_metrics(rs, 80, samples, {"a": 1, "b": 2})
+    b = compute_metrics(ResultTable.from_results(rs), 80, Timeline.from_samples(samples),
+                        {"a": 1, "b": 2})  # fmt: skip
+    assert a == b and not math.isnan(a["mean_wait"])
+
+
+def test_sim_options_same_as_typer() -> None:
+    """The plain coercion of `tide sim` options: Typer's results and errors."""
+    from typer import core
+    from typer._coercion import build_runtime_param
+    from typer.main import get_command
+
+    from tide.cli import fast_params
+    from tide.cli.sim import sim_app
+
+    params = {p.name: p for p in get_command(sim_app).commands["run"].params}  # type: ignore[attr-defined]
+    saved = core.build_runtime_param
+    try:
+        assert fast_params.install()
+        cases = {
+            "policy": ["slurm", ""], "seed": ["0", "-3", "007", "+5", "1_000", " 12", "1e3", "x",
+                                              7, True],
+            "mttr": ["3600", "-0", "2.5", "-0.0", "1e3", ".5", "x", 3600.0, 2],
+            "out": ["out/sim", "/tmp", "-"], "bf_interval": ["0", "12", "1.5"],
+        }  # fmt: skip
+        for name, values in cases.items():
+            p = params[name]
+            fast = core.build_runtime_param(p.type_descriptor)
+            plain = build_runtime_param(p.type_descriptor)
+            for v in values:
+                got, want = _outcome(fast, v, p), _outcome(plain, v, p)
+                assert got == want and type(got) is type(want), (name, v, got, want)
+    finally:
+        core.build_runtime_param = saved
+
+
+def _outcome(rp: object, value: object, param: object) -> object:
+    try:
+        return rp.coerce(value, param=param, ctx=None)  # type: ignore[attr-defined]
+    except Exception as e:  # the message is what is compared
+        return f"{type(e).__name__}: {e}"
