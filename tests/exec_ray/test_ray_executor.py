@@ -5,6 +5,7 @@ Ray nodes, cancel and gang teardown, a node killed mid-job, a node joining."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -152,16 +153,17 @@ def test_failed_remote_task_tears_down_the_step(ex: RayExecutor, tmp_path: Path)
 
 
 def test_signal_and_time_limit_reach_remote_tasks(ex: RayExecutor, tmp_path: Path) -> None:
-    """--signal=USR1@2 with a 4 s limit: both tasks get USR1 (the remote one
-    through its relay), then the limit ends the job on both nodes."""
+    """USR1 to the job reaches both tasks (the remote one through its relay),
+    then the 8 s limit ends the job on both nodes."""
     script = (
         "#!/bin/bash\n"
-        "srun bash -c 'echo $$ >> pids; trap \"echo USR1 on $SLURMD_NODENAME\" USR1; "
+        "trap 'echo USR1 in the batch shell' USR1\n"  # signal() reaches every process
+        "srun bash -c 'trap \"echo USR1 on $SLURMD_NODENAME\" USR1; echo $$ >> pids; "
         "sleep 60 & wait; sleep 60 & wait'\n"
     )
-    nodes = [node("gpu02"), node("gpu01")]
-    ex.launch(spec(tmp_path, 207, script, nodes, time_limit=4, signal="USR1", signal_lead=2))
-    pids = [int(p) for p in wait_lines(tmp_path / "pids", 2)]
+    ex.launch(spec(tmp_path, 207, script, [node("gpu02"), node("gpu01")], time_limit=8))
+    pids = [int(p) for p in wait_lines(tmp_path / "pids", 2)]  # both traps are set
+    ex.signal(207, signal.SIGUSR1)
     report = wait_exit(ex, 207)
     out = (tmp_path / "slurm-207.out").read_text()
     assert report.reason == "timeout", (report, out)

@@ -27,10 +27,19 @@ from tide.exec.ray import NAMESPACE, agent_name, require_ray
 
 POLL_WAIT = 0.5  # seconds one question to the agent may wait for output
 _REAL_ERR = [2]  # the job's stderr (fd), once _quiet_ray has silenced Ray
+_PENDING: list[int] = []  # signals received, not yet forwarded
+
 _FORWARDED = (
     signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM,
     signal.SIGUSR1, signal.SIGUSR2, signal.SIGCONT, signal.SIGALRM,
 )  # fmt: skip
+
+
+def _catch_signals() -> None:
+    """From the first moment: a signal that comes while Ray connects (a second
+    or more) is kept and forwarded once the task runs, never fatal to us."""
+    for sig in _FORWARDED:
+        signal.signal(sig, lambda s, _f: _PENDING.append(s))
 
 
 def _parse(argv: Sequence[str]) -> tuple[str, str, str, list[int], list[str]]:
@@ -103,14 +112,11 @@ def relay(
     key = f"{env.get('SLURM_JOB_ID', '0')}.{env.get('SLURM_STEP_ID', '0')}."
     key += f"{env.get('SLURM_PROCID', '0')}.{os.getpid()}"
     agent = ray.get_actor(agent_name(node), namespace=ray.get_runtime_context().namespace)  # type: ignore[attr-defined]
-    pending: list[int] = []
-    for sig in _FORWARDED:
-        signal.signal(sig, lambda s, _f: pending.append(s))
     ray.get(agent.start_task.remote(key, command, env, os.getcwd(), cores))  # type: ignore[attr-defined]
     out_at = err_at = 0
     while True:
-        while pending:
-            ray.get(agent.task_signal.remote(key, pending.pop(0)))  # type: ignore[attr-defined]
+        while _PENDING:
+            ray.get(agent.task_signal.remote(key, _PENDING.pop(0)))  # type: ignore[attr-defined]
         out, err, code = ray.get(agent.task_poll.remote(key, out_at, err_at, POLL_WAIT))  # type: ignore[attr-defined]
         if out:
             os.write(fds[0], out)
@@ -123,6 +129,7 @@ def relay(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _catch_signals()
     try:
         address, namespace, node, cores, command = _parse(sys.argv[1:] if argv is None else argv)
     except ValueError as e:
