@@ -81,12 +81,14 @@ class NodeAgent:
     """Runs on one Ray node; every method is a remote call from the executor
     or from a task relay. Threaded (max_concurrency), so calls may overlap."""
 
-    def __init__(self, node: str, state_dir: str, launcher: list[str], **local: Any) -> None:
+    def __init__(self, node: str, state_dir: str, relay_args: list[str], **local: Any) -> None:
         self.node = node
         self.state_dir = str(Path(state_dir).resolve())
         Path(self.state_dir).mkdir(parents=True, exist_ok=True)
         os.environ[MARKER] = self.state_dir  # inherited by supervisors started here
-        launcher = [*launcher, *relay_env()]
+        # srun's command for a task on another node: this node's interpreter
+        # (the controller's path need not exist here) running the relay.
+        launcher = [sys.executable, "-m", "tide.exec.ray.task", *relay_args, *relay_env()]
         self.local = _NodeLocal(Path(self.state_dir), node, launcher, **local)
         self.tasks: dict[str, _Task] = {}
         self.cond = threading.Condition()

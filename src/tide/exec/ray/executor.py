@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -164,13 +163,11 @@ class RayExecutor(Executor):
             if rn is None or not rn.alive:
                 raise RuntimeError(f"node {name} is not a live node of the Ray cluster")
         from tide.exec.ray.agent import NodeAgent
-        from tide.exec.ray.task import __name__ as task_module
 
         strategy = self.ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
             node_id=rn.node_id, soft=False
         )
-        launcher = [sys.executable, "-m", task_module, "--address", self._gcs_address()]
-        launcher += ["--namespace", self.namespace]
+        relay_args = ["--address", self._gcs_address(), "--namespace", self.namespace]
         handle = (
             self.ray.remote(NodeAgent)
             .options(
@@ -182,7 +179,7 @@ class RayExecutor(Executor):
                 num_cpus=0,  # tide's allocations own the node's CPUs, not the agent
                 max_concurrency=64,  # task relays wait in task_poll
             )
-            .remote(name, os.path.join(self.state_root, name), launcher, **self.local_opts)
+            .remote(name, os.path.join(self.state_root, name), relay_args, **self.local_opts)
         )
         with self._lock:
             self._agents[name] = handle
