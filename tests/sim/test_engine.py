@@ -74,6 +74,25 @@ def test_count_path_equals_general_path(rows, mode) -> None:  # type: ignore[no-
     assert got == want
 
 
+def test_conservative_reservation_ends_free_the_next_segment() -> None:
+    """A job planned to end exactly where the plan's next segment starts holds
+    nothing in that segment: job 11 backfills at 9 on both paths (the count
+    backend's _take used to take the segment starting at the job's end too,
+    and started it at 11)."""
+    rows = [(1, 20, 1, 20), (1, 10, 3, 10), (1, 5, 3, 10), (2, 30, 2, 30), (3, 20, 2, 20),
+            (4, 30, 3, 30), (4, 20, 2, 20), (6, 20, 5, 20), (8, 50, 4, 50), (9, 25, 5, 50),
+            (9, 15, 1, 30)]  # fmt: skip
+    jobs = [(float(s), float(r), n, lim) for s, r, n, lim in rows]
+    cfg = _config(BackfillMode.CONSERVATIVE)
+    general = Engine(flat_cluster(5, gpus=1), cfg).run(_jobs(jobs))
+    driver = CountDriver(build_index(flat_cluster(5, gpus=1)), cfg, "gpu")
+    driver.run(_jobs(jobs))
+    assert {j: r.start for j, r in driver.results.items()} == {
+        r.job_id: r.start for r in general.results
+    }
+    assert driver.results[11].start == 9.0
+
+
 def test_runs_are_reproducible() -> None:
     rows = [(float(i * 7 % 50), float(10 + i % 13), 1 + i % 4, 40) for i in range(40)]
     rows.sort(key=lambda r: r[0])

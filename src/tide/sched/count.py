@@ -22,7 +22,7 @@ Pure: no clock, no I/O; `now` is always passed in.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 
 from tide.model.sched_config import BackfillMode, QueueOrder
@@ -222,9 +222,11 @@ def _earliest(times: list[float], free: list[int], need: int, length: float) -> 
 
 
 def _take(times: list[float], free: list[int], i: int, end: float, need: int) -> None:
-    """Subtract `need` from segment i up to `end` (splitting at `end`)."""
-    j = bisect_right(times, end, lo=i)
-    if times[j - 1] < end and (j == len(times) or times[j] != end):
+    """Subtract `need` from the segments from i up to `end` (splitting at `end`).
+    The job holds its nodes until `end`, not after: a segment that starts at
+    `end` keeps them."""
+    j = bisect_left(times, end, lo=i)  # the first segment starting at or after end
+    if j == len(times) or times[j] != end:
         times.insert(j, end)
         free.insert(j, free[j - 1])
     for k in range(i, j):

@@ -384,15 +384,15 @@ static Py_ssize_t earliest(const double *times, const int64_t *free, Py_ssize_t 
 static void take(double *times, int64_t *free, Py_ssize_t *n, Py_ssize_t i, double end,
                  int64_t need) {
     Py_ssize_t lo = i, hi = *n;
-    while (lo < hi) {
+    while (lo < hi) { /* bisect_left: the first segment starting at or after end */
         Py_ssize_t mid = (lo + hi) / 2;
-        if (end < times[mid])
-            hi = mid;
-        else
+        if (times[mid] < end)
             lo = mid + 1;
+        else
+            hi = mid;
     }
     Py_ssize_t j = lo;
-    if (times[j - 1] < end && (j == *n || times[j] != end)) {
+    if (j == *n || times[j] != end) {
         memmove(times + j + 1, times + j, (size_t)(*n - j) * sizeof(double));
         memmove(free + j + 1, free + j, (size_t)(*n - j) * sizeof(int64_t));
         times[j] = end;
