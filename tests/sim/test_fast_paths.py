@@ -188,3 +188,19 @@ def _outcome(rp: object, value: object, param: object) -> object:
         return rp.coerce(value, param=param, ctx=None)  # type: ignore[attr-defined]
     except Exception as e:  # the message is what is compared
         return f"{type(e).__name__}: {e}"
+
+
+def test_run_and_compare_share_options() -> None:
+    """One definition of the replay options; each command keeps its own first
+    option and `--out` default."""
+    from typer.main import get_command
+
+    from tide.cli.sim import _REPLAY_OPTIONS, sim_app
+
+    cmds = get_command(sim_app).commands  # type: ignore[attr-defined]
+    shared = [name for name, _, _ in _REPLAY_OPTIONS]
+    for cmd, first, out in (("run", "policy", "out/sim"), ("compare", "policies", "out/compare")):
+        params = {p.name: p for p in cmds[cmd].params if p.name != "help"}
+        assert list(params) == [first, *shared]
+        assert str(params["out"].default) == out and params["mttr"].default == 3600.0
+        assert params["gpus_per_node"].opts == ["--gpus-per-node"]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, get_type_hints
 
 import typer
 from rich.console import Console
@@ -65,6 +69,63 @@ FaultsFile = Annotated[
         "--faults", help="CSV of node failures: time,node[,repair_seconds] (seconds from start)."
     ),
 ]
+
+
+@dataclass
+class Replay:
+    """The options `run` and `compare` share (one definition, one order)."""
+
+    workload: str | None
+    scenario: str | None
+    cluster: str | None
+    slurm_conf: str | None
+    out: Path
+    seed: int
+    backfill: str | None
+    order: str | None
+    swf_filter: str
+    estimates: str
+    gpus_per_node: int
+    bf_interval: int | None
+    mtbf: float | None
+    mttr: float
+    faults: Path | None
+
+
+# (name, type with its typer.Option, default), in the order --help lists them
+_REPLAY_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("workload", Workload, None), ("scenario", Scenario, None), ("cluster", ClusterOpt, None),
+    ("slurm_conf", SlurmConf, None), ("out", Out, None), ("seed", Seed, 0),
+    ("backfill", Backfill, None), ("order", Order, None), ("swf_filter", SwfFilter, "strong"),
+    ("estimates", Estimates, "user"), ("gpus_per_node", Gpn, 1), ("bf_interval", BfInterval, None),
+    ("mtbf", Mtbf, None), ("mttr", Mttr, 3600.0), ("faults", FaultsFile, None),
+]  # fmt: skip
+
+
+def replay_options(out: Path) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the shared options after its own (`--out` defaulting to
+    `out`); it receives them as one `replay: Replay` argument."""
+
+    def wrap(func: Callable[..., None]) -> Callable[..., None]:
+        hints = get_type_hints(func, include_extras=True)
+        mine = inspect.signature(func).parameters.values()
+        own = [p.replace(annotation=hints[p.name]) for p in mine if p.name != "replay"]
+        shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                    default=out if name == "out" else default)
+                  for name, kind, default in _REPLAY_OPTIONS]  # fmt: skip
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> None:
+            replay = Replay(**{name: kwargs.pop(name) for name, _, _ in _REPLAY_OPTIONS})
+            func(**kwargs, replay=replay)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + shared
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # type: ignore[attr-defined]
+        return command
+
+    return wrap
 
 
 def _inputs(
@@ -161,62 +222,41 @@ def _table(runs: list[PolicyRun]) -> Table:
 
 
 @sim_app.command("run")
+@replay_options(out=Path("out/sim"))
 def run_cmd(
     policy: Annotated[
         str, typer.Option(help="k8s-default, volcano, kueue, slurm or tide.")
     ] = "slurm",
-    workload: Workload = None,
-    scenario: Scenario = None,
-    cluster: ClusterOpt = None,
-    slurm_conf: SlurmConf = None,
-    out: Out = Path("out/sim"),
-    seed: Seed = 0,
-    backfill: Backfill = None,
-    order: Order = None,
-    swf_filter: SwfFilter = "strong",
-    estimates: Estimates = "user",
-    gpus_per_node: Gpn = 1,
-    bf_interval: BfInterval = None,
-    mtbf: Mtbf = None,
-    mttr: Mttr = 3600.0,
-    faults: FaultsFile = None,
+    *,
+    replay: Replay,
 ) -> None:
     """Replay one workload under one policy; writes jobs.csv, metrics.json, report.html.
 
     Example: tide sim run --policy slurm --workload KTH-SP2-1996-2.swf --backfill easy
     --order fcfs --out out/kth
     """
-    opts = WorkloadOptions(swf_filter, estimates, gpus_per_node, seed)
-    inputs = _inputs(workload, scenario, cluster, slurm_conf, opts)
-    run = _run(
-        inputs, policy, backfill, order, bf_interval, _faults(inputs, faults, mtbf, mttr, seed)
-    )
+    r, out = replay, replay.out
+    inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
+    faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
+    run = _run(inputs, policy, r.backfill, r.order, r.bf_interval, faults)
     write_policy_outputs(out, run)
     write_comparison(out, inputs, [run])
     Console().print(_table([run]))
     console.print(f"wrote {out}/jobs.csv, metrics.json, report.html")
 
 
+def _options(r: Replay) -> WorkloadOptions:
+    return WorkloadOptions(r.swf_filter, r.estimates, r.gpus_per_node, r.seed)
+
+
 @sim_app.command("compare")
+@replay_options(out=Path("out/compare"))
 def compare_cmd(
     policies: Annotated[str, typer.Option(help="Comma-separated policy names.")] = (
         "k8s-default,volcano,kueue,slurm,tide"
     ),
-    workload: Workload = None,
-    scenario: Scenario = None,
-    cluster: ClusterOpt = None,
-    slurm_conf: SlurmConf = None,
-    out: Out = Path("out/compare"),
-    seed: Seed = 0,
-    backfill: Backfill = None,
-    order: Order = None,
-    swf_filter: SwfFilter = "strong",
-    estimates: Estimates = "user",
-    gpus_per_node: Gpn = 1,
-    bf_interval: BfInterval = None,
-    mtbf: Mtbf = None,
-    mttr: Mttr = 3600.0,
-    faults: FaultsFile = None,
+    *,
+    replay: Replay,
 ) -> None:
     """Replay one workload under several policies, side by side.
 
@@ -235,12 +275,12 @@ def compare_cmd(
             f"available: {', '.join(POLICY_NAMES)}"
         )
         raise typer.Exit(1)
-    opts = WorkloadOptions(swf_filter, estimates, gpus_per_node, seed)
-    inputs = _inputs(workload, scenario, cluster, slurm_conf, opts)
+    r, out = replay, replay.out
+    inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
     runs = []
-    fault_list = _faults(inputs, faults, mtbf, mttr, seed)  # the same failures for everyone
+    fault_list = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)  # the same for everyone
     for name in names:
-        run = _run(inputs, name, backfill, order, bf_interval, fault_list)
+        run = _run(inputs, name, r.backfill, r.order, r.bf_interval, fault_list)
         write_policy_outputs(out / name, run)
         runs.append(run)
     write_comparison(out, inputs, runs)
