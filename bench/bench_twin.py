@@ -105,6 +105,7 @@ def _measure(cmd: list[str], reps: int) -> Timing:
 
 def child_twin(swf: str, backfill: str, out: str) -> None:
     """tide's twin in this process: what `tide sim run` does but the report."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `tide sim` sets it
     t0 = time.perf_counter()
     from tide.sim import count_fast
     from tide.sim.runner import WorkloadOptions, configure, load_inputs, run_policy

@@ -17,7 +17,12 @@ _FIRST = sys.argv[1] if len(sys.argv) > 1 else ""
 if _FIRST == "sim":
     # `tide sim ...` replays run as one process per replay (benchmarks time them whole):
     # only the twin's commands are loaded, not the client, server and cluster tools,
-    # and option values are coerced without pydantic where that is certain.
+    # and option values are coerced without pydantic where that is certain. The twin
+    # is single-threaded and never calls BLAS: numpy need not start OpenBLAS's
+    # threads (about 0.1 s of CPU at import), unless the user asked for them.
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from tide.cli import fast_params
     from tide.cli.sim import sim_app
 
