@@ -89,3 +89,17 @@ def test_a_cluster_file_is_bound_to_ray_nodes() -> None:
 def test_no_usable_node_is_a_clear_error() -> None:
     with pytest.raises(RuntimeError, match="ray start --address"):
         cluster_from_ray([RayNode.from_info(HEAD)])
+
+
+def test_unreachable_ray_address_is_one_clear_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray", reason="the Ray executor needs ray: pip install 'tide[ray]'")
+    cmd = [sys.executable, "-m", "tide.server", "--data-dir", str(tmp_path)]
+    cmd += ["--executor", "ray", "--ray-address", "127.0.0.1:1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    text = " ".join(done.stderr.replace("│", " ").split())  # the error box wraps lines
+    assert done.returncode == 2, done.stderr
+    assert "nothing answers there" in text and "Traceback" not in text
+    assert "ray start --head" in text

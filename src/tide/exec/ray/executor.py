@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 import threading
 import time
@@ -42,6 +43,7 @@ def connect(address: str = "", namespace: str = NAMESPACE) -> Any:
     ray = require_ray()
     if ray.is_initialized():
         return ray
+    _reachable(address)
     try:
         ray.init(
             address=address or "auto",
@@ -56,6 +58,22 @@ def connect(address: str = "", namespace: str = NAMESPACE) -> Any:
             "`ray start --head` and pass its address (HOST:6379) as --ray-address"
         ) from None
     return ray
+
+
+def _reachable(address: str) -> None:
+    """Fail in seconds, with the fix, when nothing listens at HOST:PORT (ray.init
+    would retry for minutes, printing C++ warnings)."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit() or "://" in address:
+        return  # "auto" and ray:// addresses: ray.init says what is wrong
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as e:
+        raise RuntimeError(
+            f"cannot join the Ray cluster at {address!r}: nothing answers there "
+            f"({e.strerror or e}); start its head with `ray start --head --port {port}` "
+            "or fix --ray-address"
+        ) from None
 
 
 def default_state_root() -> str:
