@@ -36,6 +36,7 @@ HEALTH_EVERY = 1.0  # seconds between looks at Ray's node table from poll()
 # declare that node dead (its health check: ~10-30 s with Ray's defaults), so
 # it ends as a node failure, not as the task error the lost node caused.
 HOLD_MAX = 60.0
+SWEEP_EVERY = 10.0  # seconds between polls of every agent, not only batch nodes'
 
 
 def connect(address: str = "", namespace: str = NAMESPACE) -> Any:
@@ -122,6 +123,7 @@ class RayExecutor(Executor):
         self._nodes: dict[str, RayNode] = {}
         self._alive: set[str] = set()
         self._checked = 0.0
+        self._swept = 0.0
         self._jobs: dict[int, list[str]] = {}  # job -> its nodes, batch node first
         self._failed: dict[int, str] = {}  # job -> the dead node that ended it
         self._records: dict[int, jobdir.ExitRecord] = {}
@@ -266,11 +268,7 @@ class RayExecutor(Executor):
         if self.auto_health and time.monotonic() - self._checked >= HEALTH_EVERY:
             self._refresh()
         reports: list[ExitReport] = []
-        for name in sorted(self.alive_nodes()):
-            try:
-                ended = self.ray.get(self.agent(name).poll.remote(), timeout=60)
-            except Exception:  # died since the last look: the next refresh says so
-                continue
+        for name, ended in self._ask_agents():
             for fields, rec in ended:
                 report = ExitReport(**fields)
                 with self._lock:  # ended while no controller watched: forget() finds it
@@ -284,6 +282,29 @@ class RayExecutor(Executor):
         reports += self._release_held()
         reports += self._orphans()
         return reports
+
+    def _ask_agents(self) -> list[tuple[str, list[Any]]]:
+        """(node, ends) from the batch nodes of known jobs, and every
+        SWEEP_EVERY s from all nodes (ends of jobs started before a restart);
+        the questions go out at once, so a slow node delays only itself."""
+        now = time.monotonic()
+        with self._lock:
+            names = {nodes[0] for nodes in self._jobs.values()} & self._alive
+            if now - self._swept >= SWEEP_EVERY:
+                names, self._swept = set(self._alive), now
+        refs = []
+        for name in sorted(names):
+            try:
+                refs.append((name, self.agent(name).poll.remote()))
+            except Exception:
+                continue
+        out = []
+        for name, ref in refs:
+            try:
+                out.append((name, self.ray.get(ref, timeout=10)))
+            except Exception:  # died since the last look: the next refresh says so
+                continue
+        return out
 
     def _lost_node(self, report: ExitReport) -> str:
         """A node of a failed job whose agent does not answer (its Ray node is
