@@ -138,6 +138,33 @@ def test_two_node_job_runs_on_the_nodes_tide_chose(
     ex.forget(201)
 
 
+def test_tasks_see_the_same_environment_as_with_the_local_executor(
+    ex: RayExecutor, tmp_path: Path
+) -> None:
+    """One behaviour, two executors: the same spec, every task's Slurm and
+    torch.distributed variables, line for line."""
+    from tide.exec.local import LocalExecutor
+
+    names = "SLURM_|SLURMD_|MASTER_|WORLD_SIZE|RANK|LOCAL_|GROUP_|NODE_RANK|CUDA_"
+    keep = f"grep -E '^({names})' | grep -v START_TIME"  # the one value the clock sets
+    script = f"#!/bin/bash\nsrun -l bash -c \"env | {keep} | sort\"\n"
+    nodes = [node("gpu01", (0, 1), ntasks=2), node("gpu03", (1,), ntasks=1)]
+    outputs = []
+    local = LocalExecutor(tmp_path / "l", cluster_name="raytest")
+    work = tmp_path / "work"  # one submit dir: SLURM_SUBMIT_DIR is the same
+    work.mkdir()
+    for name, executor in (("ray", ex), ("local", local)):
+        executor.launch(spec(work, 208, script, nodes, cpus_per_task=1))
+        deadline = time.monotonic() + 60
+        while not any(r.job_id == 208 for r in executor.poll()):
+            assert time.monotonic() < deadline, f"{name}: job 208 did not end"
+            time.sleep(0.1)
+        outputs.append(sorted((work / "slurm-208.out").read_text().splitlines()))
+        executor.forget(208)  # type: ignore[attr-defined]
+    ray_out, local_out = outputs
+    assert len(ray_out) > 3 * 20 and ray_out == local_out, (ray_out, local_out)
+
+
 def test_failed_remote_task_tears_down_the_step(ex: RayExecutor, tmp_path: Path) -> None:
     script = (
         "#!/bin/bash\n"
