@@ -204,3 +204,27 @@ def test_run_and_compare_share_options() -> None:
         assert list(params) == [first, *shared]
         assert str(params["out"].default) == out and params["mttr"].default == 3600.0
         assert params["gpus_per_node"].opts == ["--gpus-per-node"]
+
+
+def test_parse_swf_numbers_as_float() -> None:
+    """parse_swf reads every plain number as float() does, and gives up (None)
+    on a token float() would not take or the SWF reader would not split."""
+    rng = random.Random(9)
+    good = ["0", "-0", "12", "-12", "007", "123456789012345", "1234567890123456", "-1",
+            "1.5", "+3", "1e3", ".5", "5.", "-0.0", "9999999999999999999"]  # fmt: skip
+    odd = ["12a", "a", "-", "--1", "1-2"]
+    for _ in range(3000):
+        width = rng.randint(1, 4)
+        rows = [[rng.choice(good) for _ in range(width)] for _ in range(rng.randint(1, 4))]
+        spoil = rng.random() < 0.3
+        if spoil:
+            rows[rng.randrange(len(rows))][rng.randrange(width)] = rng.choice(odd)
+        text = rng.choice(["\n", "\r\n"]).join(rng.choice([" ", "\t", "  "]).join(r) for r in rows)
+        out = _countsim.parse_swf(text.encode(), width)
+        if spoil:
+            assert out is None, text
+            continue
+        got = np.frombuffer(out, dtype=np.float64).tolist()
+        want = [float(t) for r in rows for t in r]
+        assert [math.copysign(1, v) for v in got] == [math.copysign(1, v) for v in want]
+        assert got == want, text

@@ -839,12 +839,27 @@ static PyObject *countsim_parse_swf(PyObject *self, PyObject *args) {
                 break;
             }
             const char *tok = q;
-            while (q < eol && (unsigned char)*q > 0x20 && (unsigned char)*q < 0x7f)
-                q++;
-            if (k == 0 && *tok == ';') {
+            if (k == 0 && c == ';') {
                 comment = 1;
                 break;
             }
+            /* the common token, a plain integer of up to 15 digits: read in this pass
+             * (what parse_number gives for it); anything else goes to parse_number */
+            const char *d = q + (c == '-');
+            uint64_t whole = 0;
+            while (d < eol && (unsigned)(*d - '0') < 10u && d - q < 17)
+                whole = whole * 10 + (uint64_t)(*d++ - '0');
+            size_t digits = (size_t)(d - q) - (c == '-');
+            if (digits > 0 && digits <= 15 &&
+                (d == eol || *d == ' ' || *d == '\t' || *d == '\v' || *d == '\f')) {
+                if (k < width)
+                    row[k] = c == '-' ? -(double)whole : (double)whole;
+                q = d;
+                k++;
+                continue;
+            }
+            while (q < eol && (unsigned char)*q > 0x20 && (unsigned char)*q < 0x7f)
+                q++;
             if (k < width && parse_number(tok, q, &row[k]))
                 ok = 0;
             k++;
