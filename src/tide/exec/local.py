@@ -107,7 +107,9 @@ class LocalExecutor(Executor):
 
     def _reap_spawners(self) -> None:
         for job_id, proc in list(self._spawners.items()):
-            if proc.poll() is not None:
+            # a spawner that exited without a pid file stays: _ended() buries its
+            # job at once instead of waiting out _START_TIMEOUT on the spec's age
+            if proc.poll() is not None and (self.job_dir(job_id) / jobdir.PIDFILE).exists():
                 del self._spawners[job_id]
 
     # -- Executor -----------------------------------------------------------
@@ -209,6 +211,7 @@ class LocalExecutor(Executor):
                 rec = self._bury(
                     job_id, "node_fail", f"the supervisor did not start; see {d / jobdir.LOG}"
                 )
+                self._spawners.pop(job_id, None)
         self._reported.add(job_id)
         return rec.to_report()
 
