@@ -976,30 +976,63 @@ static PyObject *countsim_join_groups(PyObject *self, PyObject *args) {
     }
     const int64_t *index = bi.buf, *bounds = bb.buf;
     Py_ssize_t n_index = bi.len / 8, groups = bb.len / 8 - 1, n_items = PyList_GET_SIZE(items);
-    PyObject *out = groups >= 0 ? PyList_New(groups) : NULL, *empty = PyUnicode_New(0, 0);
-    if (groups < 0)
+    PyObject *out = NULL, *empty = PyUnicode_New(0, 0);
+    /* each item's UTF-8 text; a group of ASCII items is copied straight into its str */
+    const char **text = malloc(((size_t)n_items + 1) * sizeof(char *));
+    Py_ssize_t *size = malloc(((size_t)n_items + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t sep_len = 0;
+    const char *sep_text = PyUnicode_AsUTF8AndSize(sep, &sep_len);
+    int ascii = sep_text != NULL && PyUnicode_IS_ASCII(sep);
+    Buf buf = {0};
+    if (!text || !size) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!empty || !sep_text)
+        goto done;
+    for (Py_ssize_t k = 0; k < n_items; k++) {
+        PyObject *item = PyList_GET_ITEM(items, k);
+        if (!PyUnicode_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "items: want a list of str");
+            goto done;
+        }
+        text[k] = PyUnicode_AsUTF8AndSize(item, &size[k]);
+        if (!text[k])
+            goto done;
+        ascii &= PyUnicode_IS_ASCII(item) != 0;
+    }
+    if (groups < 0) {
         PyErr_SetString(PyExc_ValueError, "bounds: want at least one entry");
-    for (Py_ssize_t g = 0; out && empty && g < groups; g++) {
+        goto done;
+    }
+    out = PyList_New(groups);
+    for (Py_ssize_t g = 0; out && g < groups; g++) {
         int64_t lo = bounds[g], hi = bounds[g + 1];
         PyObject *v = NULL;
-        if (lo < 0 || hi < lo || hi > n_index) {
-            PyErr_SetString(PyExc_ValueError, "bounds out of range");
+        int bad = lo < 0 || hi < lo || hi > n_index;
+        for (int64_t j = lo; !bad && j < hi; j++)
+            bad = index[j] < 0 || index[j] >= n_items;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "bounds or index out of range");
         } else if (lo == hi) {
             v = Py_NewRef(empty);
+        } else if (hi - lo == 1) {
+            v = Py_NewRef(PyList_GET_ITEM(items, index[lo]));
         } else {
-            PyObject *parts = PyList_New(hi - lo);
-            for (int64_t j = lo; parts && j < hi; j++) {
-                if (index[j] < 0 || index[j] >= n_items) {
-                    PyErr_SetString(PyExc_ValueError, "index out of range");
-                    Py_CLEAR(parts);
-                    break;
-                }
-                PyList_SET_ITEM(parts, j - lo, Py_NewRef(PyList_GET_ITEM(items, index[j])));
+            buf.len = 0;
+            int err = 0;
+            for (int64_t j = lo; !err && j < hi; j++)
+                err = (j > lo && buf_put(&buf, sep_text, (size_t)sep_len)) ||
+                      buf_put(&buf, text[index[j]], (size_t)size[index[j]]);
+            if (err) {
+                PyErr_NoMemory();
+            } else if (ascii) {
+                v = PyUnicode_New((Py_ssize_t)buf.len, 127);
+                if (v)
+                    memcpy(PyUnicode_DATA(v), buf.data, buf.len);
+            } else {
+                v = PyUnicode_DecodeUTF8(buf.data, (Py_ssize_t)buf.len, NULL);
             }
-            if (parts)
-                v = hi - lo == 1 ? Py_NewRef(PyList_GET_ITEM(parts, 0))
-                                 : PyUnicode_Join(sep, parts);
-            Py_XDECREF(parts);
         }
         if (!v) {
             Py_CLEAR(out);
@@ -1007,6 +1040,10 @@ static PyObject *countsim_join_groups(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(out, g, v);
     }
+done:
+    free(text);
+    free(size);
+    free(buf.data);
     Py_XDECREF(empty);
     PyBuffer_Release(&bi);
     PyBuffer_Release(&bb);

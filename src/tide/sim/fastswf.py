@@ -13,9 +13,8 @@ plain decimal number, a non-ASCII byte, `keep_original`) goes to
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -236,26 +235,48 @@ def _num(label: str) -> int:
     return -1 if label == "unknown" else int(label[1:])
 
 
-def _open(path: Path) -> io.BufferedIOBase:
-    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+def _chunks(path: Path) -> Iterator[bytes]:
+    """The file's bytes, a block at a time; a .gz file inflated by zlib directly
+    (gzip's reader adds Python-level copies and checksums). Anything unusual about
+    the compressed stream (a bad header, trailing bytes, a truncated member) is
+    _Slow: the plain reader reads it and says what is wrong."""
+    with path.open("rb") as f:
+        if path.suffix != ".gz":
+            while chunk := f.read(BLOCK):
+                yield chunk
+            return
+        d = zlib.decompressobj(31)  # gzip wrapper; CRC and size checked by zlib
+        fresh = True  # at the start of a member
+        while raw := f.read(BLOCK // 4):
+            while raw:
+                if fresh and not raw.startswith(b"\x1f\x8b"):
+                    raise _Slow
+                try:
+                    out = d.decompress(raw)
+                except zlib.error:
+                    raise _Slow from None
+                fresh = False
+                if out:
+                    yield out
+                raw = b""
+                if d.eof:  # another member may follow, as gzip.open reads it
+                    raw, d, fresh = d.unused_data, zlib.decompressobj(31), True
+        if not fresh:
+            raise _Slow  # the last member ended early
 
 
 def _blocks(path: Path) -> Iterator[np.ndarray]:
-    """The records, BLOCK bytes of text at a time, as (rows, WIDTH) float64."""
+    """The records, a block of text at a time, as (rows, WIDTH) float64."""
     parse = _parse_c if _countsim is not None and not os.environ.get("TIDE_NO_C") else _parse_np
     rest = b""
-    with _open(path) as f:
-        while True:
-            chunk = f.read(BLOCK)
-            text = rest + chunk
-            if not chunk:
-                if text:
-                    yield parse(text)
-                return
-            cut = max(text.rfind(b"\n"), text.rfind(b"\r")) + 1
-            rest = text[cut:]
-            if cut:
-                yield parse(text[:cut])
+    for chunk in _chunks(path):
+        text = rest + chunk
+        cut = max(text.rfind(b"\n"), text.rfind(b"\r")) + 1
+        rest = text[cut:]
+        if cut:
+            yield parse(text[:cut])
+    if rest:
+        yield parse(rest)
 
 
 def _parse_c(text: bytes) -> np.ndarray:
