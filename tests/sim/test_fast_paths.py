@@ -228,3 +228,15 @@ def test_parse_swf_numbers_as_float() -> None:
         want = [float(t) for r in rows for t in r]
         assert [math.copysign(1, v) for v in got] == [math.copysign(1, v) for v in want]
         assert got == want, text
+
+
+def test_percentiles_bit_for_bit_numpy() -> None:
+    from tide.sim.metrics import percentiles
+
+    rng = np.random.default_rng(1)
+    for trial in range(3000):
+        n = int(rng.integers(1, 40)) if trial % 3 else int(rng.integers(1, 3000))
+        x = [rng.random(n) * 1e5, rng.integers(0, 900, n).astype(float),
+             np.round(rng.normal(0, 1e4, n), 3)][trial % 3]  # fmt: skip
+        want = np.percentile(x, [50, 95, 99], method="linear").tolist()
+        assert [v.hex() for v in percentiles(x, (50, 95, 99))] == [v.hex() for v in want]

@@ -123,9 +123,29 @@ def _stats(values: Sequence[float] | np.ndarray) -> dict[str, float | None]:
     if len(values) == 0:
         return {"mean": None, "p50": None, "p95": None, "p99": None, "max": None}
     x = np.asarray(values, dtype=float)
-    p50, p95, p99 = np.percentile(x, [50, 95, 99], method="linear")
+    p50, p95, p99 = percentiles(x, (50, 95, 99))
     return {"mean": float(x.mean()), "p50": float(p50), "p95": float(p95),
             "p99": float(p99), "max": float(x.max())}  # fmt: skip
+
+
+def percentiles(x: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """np.percentile(x, qs, method="linear") for a 1-D array without NaN, the same
+    arithmetic step for step (virtual index (n - 1) * q / 100, numpy's _lerp),
+    on a sorted copy: np.percentile's own path imports numpy.ma (10 ms a process)."""
+    w = np.sort(x)
+    n = len(w)
+    q = np.asarray(qs, dtype=np.float64) / 100
+    virtual = (n - 1) * q
+    prev = np.floor(virtual)
+    top = virtual >= n - 1
+    lo = np.where(top, n - 1, prev).astype(np.intp)
+    hi = np.where(top, n - 1, prev + 1).astype(np.intp)
+    gamma = virtual - np.where(top, -1.0, prev)  # numpy's index -1 at the top (a == b there)
+    a, b = w[lo], w[hi]
+    diff = b - a
+    out = a + diff * gamma
+    out = np.where(gamma >= 0.5, b - diff * (1 - gamma), out)
+    return [float(v) for v in out]
 
 
 def bounded_slowdown(wait: float, run: float, tau: float = BSLD_TAU) -> float:

@@ -21,10 +21,10 @@ import numpy as np
 
 from tide.hostlist import compress, index_ranges
 from tide.model import Cluster
-from tide.sched.types import Allocation
 from tide.sim.metrics import JobResult
 
 if TYPE_CHECKING:
+    from tide.sched.types import Allocation
     from tide.sim.table import ResultTable
 
 JOB_COLUMNS = (
