@@ -60,9 +60,7 @@ def install() -> bool:
                 info = self.parameter_info
                 path_type = info.path_type or Path
                 if path_type is Path:  # what Typer does once pydantic made the Path
-                    return coerce_cli_path(
-                        Path(value), info, path_type=Path, param=param, ctx=ctx
-                    )
+                    return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
             full = original(self.descriptor)
             return full._coerce_value(value, param=param, ctx=ctx)
 
