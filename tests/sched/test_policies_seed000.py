@@ -11,7 +11,7 @@ from tide.model import Account, AccountTree
 from tide.model.sched_config import SchedulerConfig
 from tide.sim.engine import Engine, RunOutput
 from tide.sim.metrics import compute_metrics
-from tide.sim.workload.generate import generate
+from tide.sim.workload.generator import generate
 
 
 def _run(policy: str) -> RunOutput:

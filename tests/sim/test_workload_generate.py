@@ -23,7 +23,7 @@ from tide.sim.workload import (
     preset,
     write_preset,
 )
-from tide.sim.workload.generate import expected_jobs
+from tide.sim.workload.generator import expected_jobs
 from tide.sim.workload.scenarios import BUNDLED, read_scenario, scenario_path
 
 

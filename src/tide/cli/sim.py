@@ -300,7 +300,7 @@ def generate_cmd(
 
     Example: tide sim generate --preset seed004 --seed 1 --out seed004.jsonl
     """
-    from tide.sim.workload.generate import write_preset
+    from tide.sim.workload.generator import write_preset
     from tide.sim.workload.presets import PRESETS
 
     if preset not in PRESETS:

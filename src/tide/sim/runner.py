@@ -145,7 +145,7 @@ def _cluster(spec: str | None, default: str | None) -> LoadedCluster | None:
 def _scenario(name: str, cluster_spec: str | None, opts: WorkloadOptions) -> SimInputs:
     from importlib import resources
 
-    from tide.sim.workload.generate import generate
+    from tide.sim.workload.generator import generate
     from tide.sim.workload.presets import PRESETS
 
     bundled = resources.files("tide").joinpath("data", "scenarios", f"{name}.jsonl")

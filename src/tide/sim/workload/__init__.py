@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tide.sim.workload.base import SimJob, Workload, WorkloadError, WorkloadInfo
 
 if TYPE_CHECKING:
-    from tide.sim.workload.generate import generate, generate_iter, parse_shares, write_preset
+    from tide.sim.workload.generator import generate, generate_iter, parse_shares, write_preset
     from tide.sim.workload.jsonl import read_jsonl, write_jsonl
     from tide.sim.workload.model import Dist, Estimates, FixedJob, GeneratorModel, Stream
     from tide.sim.workload.openb import openb_cluster, read_openb
@@ -44,7 +44,7 @@ __all__ = [
     "write_preset",
 ]
 _HOME = {
-    **dict.fromkeys(("generate", "generate_iter", "parse_shares", "write_preset"), "generate"),
+    **dict.fromkeys(("generate", "generate_iter", "parse_shares", "write_preset"), "generator"),
     **dict.fromkeys(("read_jsonl", "write_jsonl"), "jsonl"),
     **dict.fromkeys(("Dist", "Estimates", "FixedJob", "GeneratorModel", "Stream"), "model"),
     **dict.fromkeys(("openb_cluster", "read_openb"), "openb"),
