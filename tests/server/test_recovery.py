@@ -167,7 +167,12 @@ def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) 
 def test_stalled_agent_marks_its_node_down(rec: ServerProc) -> None:
     """A node that stops answering without dying (its agent stopped): DOWN once
     its heartbeat is 5 s old, within 10 s."""
-    agent = int((rec.data_dir / "exec" / "nodes" / "n3" / "agent.pid").read_text())
+    pidfile = rec.data_dir / "exec" / "nodes" / "n3" / "agent.pid"
+    # a resume by an earlier test restarts n3's agent: its pid file may still be coming
+    _wait_for("n3's agent", lambda: pidfile.exists() and pidfile.read_text().strip(), 15)
+    with rec.client() as c:
+        _wait_for("n3 up", lambda: _node_state(c, "n3")["state"] != "DOWN", 15)
+    agent = int(pidfile.read_text())
     os.kill(agent, signal.SIGSTOP)
     stopped = time.time()
     try:

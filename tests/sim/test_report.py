@@ -74,3 +74,27 @@ def test_timeline_from_results() -> None:
     assert [(x.t, x.allocated_gpus, x.queue_len) for x in s] == [
         (0, 16, 0), (60, 17, 0), (100, 17, 1), (600, 16, 1), (3600, 0, 1)]  # fmt: skip
     assert s[1].by_account == {"research": 16, "prod": 1}
+
+
+def test_account_shares_use_only_samples_with_account_figures() -> None:
+    # The count driver lists accounts only every PLOT_PERIOD; samples in between
+    # carry none. Shares must come from the samples that do: here research holds
+    # 8 of 8 allocated GPUs from t=0, and a sample at t=10 (allocated 16, no
+    # accounts) must not turn into "research 0 %" nor shrink its share.
+    from tide.sim.report import _with_accounts
+    from tide.sim.table import Timeline
+
+    tl = Timeline.from_samples([
+        Sample(0.0, 8, 0, 0, {"research": 8}),
+        Sample(10.0, 16, 0, 0, {}),
+        Sample(900.0, 16, 0, 0, {"research": 8, "prod": 8}),
+        Sample(1800.0, 0, 0, 0, {}),
+    ])  # fmt: skip
+    t, alloc, series = _with_accounts(tl)
+    assert t.tolist() == [0.0, 900.0, 1800.0] and alloc.tolist() == [8, 16, 0]
+    edges = np.array([0.0, 900.0, 1800.0])
+    den = step_bins(t, alloc.astype(float), edges)
+    share = {a: 100 * step_bins(t, np.bincount(p, g, len(t)), edges) / den
+             for a, (p, g) in series.items()}  # fmt: skip
+    assert share["research"].tolist() == [100.0, 50.0]
+    assert share["prod"].tolist() == [0.0, 50.0]

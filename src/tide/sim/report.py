@@ -293,11 +293,12 @@ def _wait_cdf(runs: list[_Run]) -> str:
 
 def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str:
     mids = ((edges[:-1] + edges[1:]) / 2 / unit).tolist()
-    series_of = [r.timeline.account_series() for r in runs]
+    views = [_with_accounts(r.timeline) for r in runs]
+    series_of = [series for _, _, series in views]
     accounts = sorted({a for s in series_of for a in s})
     targets = _dig(runs[0].metrics, "fairness.accounts") or {}
-    den = [step_bins(r.timeline.t, r.timeline.allocated.astype(float), edges) for r in runs]
-    grids = [StepGrid(r.timeline.t, edges) for r in runs]
+    den = [step_bins(t, alloc.astype(float), edges) for t, alloc, _ in views]
+    grids = [StepGrid(t, edges) for t, _, _ in views]
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     charts = []
     for a in accounts:
@@ -317,6 +318,24 @@ def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str
     if not charts:
         return "<p>No per-account data.</p>"
     return f'<div class="row">{"".join(charts)}</div>'
+
+
+_Series = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def _with_accounts(tl: Any) -> tuple[np.ndarray, np.ndarray, _Series]:
+    """The samples that carry per-account figures (times, allocated GPUs, each
+    account's series re-indexed onto them). The count driver records accounts
+    only every PLOT_PERIOD; its other samples would count every account as 0
+    (shares summing to well under 100 %), so they are left out, and each kept
+    sample holds until the next kept one. The general engine keeps them all."""
+    series = tl.account_series()
+    keep = (np.diff(tl.first) > 0) | (tl.allocated == 0)
+    if keep.all():
+        return tl.t, tl.allocated, series
+    new_pos = np.cumsum(keep) - 1
+    moved = {a: (new_pos[pos], gpus) for a, (pos, gpus) in series.items()}
+    return tl.t[keep], tl.allocated[keep], moved
 
 
 def _gpus_by_node(r: JobResult) -> list[tuple[str, int]]:
