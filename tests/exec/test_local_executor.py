@@ -384,3 +384,24 @@ srun -n1 sh -c 'kill -9 $$'; echo "rc5=$?"
     assert sorted(runner.read("o-0.txt").splitlines()) == ["0: hi", "0: oops"]
     assert sorted(runner.read("o-1.txt").splitlines()) == ["1: hi", "1: oops"]
     assert "rc5=137" in out and "task 0: killed by SIGKILL" in out
+
+
+def test_time_limit_of_a_running_job_can_be_raised_and_lowered(runner: Runner) -> None:
+    # scontrol update TimeLimit on a running job (and a suspended job's limit
+    # pushed back on resume): the supervisor takes the new limit from the start
+    runner.launch(881, "#!/bin/sh\necho started\nsleep 4\necho done\n", time_limit=2)
+    wait_for_files([runner.workdir / "slurm-881.out"])
+    runner.ex.set_time_limit(881, 30)
+    r = runner.wait(881)
+    assert (r.reason, r.exit_code) == ("", 0)
+    assert runner.read("slurm-881.out").split() == ["started", "done"]
+    runner.launch(882, "#!/bin/sh\necho started\nexec sleep 30\n", time_limit=60)
+    wait_for_files([runner.workdir / "slurm-882.out"])
+    runner.ex.set_time_limit(882, 1)
+    t0 = time.monotonic()
+    r = runner.wait(882)
+    assert r.reason == "timeout" and time.monotonic() - t0 < 10
+    rec = runner.ex.exit_record(882)
+    assert rec is not None and "time limit of 1 s" in rec.message
+    with pytest.raises(RuntimeError, match="not running"):
+        runner.ex.set_time_limit(882, 10)

@@ -241,3 +241,19 @@ def test_node_down_fails_its_jobs_or_requeues_them(tiny: Any) -> None:
             op.post(f"/v1/nodes/{n}/resume").raise_for_status()
         c.delete(f"/v1/jobs/{again}").raise_for_status()
         wait_state(c, again, DONE, timeout=30)
+
+
+def test_time_limit_of_a_running_job_is_raised_by_an_operator(tiny: Any) -> None:
+    # scontrol update TimeLimit on a running job reaches its supervisor
+    d = _dir(tiny, "retime")
+    script = "#!/bin/bash\n#SBATCH -o retime-%j.out\nsleep 6\necho finished\n"
+    with tiny.client(tiny.tokens["alice"]) as c:
+        jid = submit(c, script, d, job={"time_limit": 3}).json()["job_id"]
+        wait_state(c, jid, {"RUNNING"}, timeout=20)
+    with tiny.client() as admin:
+        r = admin.patch(f"/v1/jobs/{jid}", json={"time_limit": 60})
+        assert r.status_code == 200, r.text
+    with tiny.client(tiny.tokens["alice"]) as c:
+        j = wait_state(c, jid, DONE, timeout=40)
+    assert j["state"] == "COMPLETED", j
+    assert "finished" in (d / f"retime-{jid}.out").read_text()

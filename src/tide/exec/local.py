@@ -162,6 +162,20 @@ class LocalExecutor(Executor):
                     f"{e.strerror}; check LocalExecutor(python=...)"
                 ) from None
 
+    def set_time_limit(self, job_id: int, seconds: int) -> None:
+        """A running job's new time limit, in seconds from its start (scontrol
+        update TimeLimit; also a suspended job's limit pushed back on resume)."""
+        if seconds <= 0:
+            raise ValueError(f"job {job_id}: time limit must be positive, got {seconds}")
+        d = self.job_dir(job_id)
+        with self._lock:
+            pid = self.supervisor_pid(job_id)
+            if pid is None and not self._starting(job_id):
+                raise RuntimeError(f"job {job_id} is not running")
+            jobdir.post_request(d, {"op": "time_limit", "seconds": int(seconds)})
+            if pid is not None:
+                procs.kill_quietly(pid, signal.SIGUSR1)
+
     def signal(self, job_id: int, sig: int) -> None:
         """Every process of the job gets `sig` (a job still starting gets it once started)."""
         d = self.job_dir(job_id)

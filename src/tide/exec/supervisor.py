@@ -96,6 +96,8 @@ class Supervisor:
         self.started: float | None = None
         self.warn: tuple[float, int, str] | None = None  # (when, signal, scope)
         self.limit_at: float | None = None
+        self.started_at: float | None = None  # monotonic: when the batch script started
+        self.limit: int | None = None  # seconds from started_at (scontrol update TimeLimit)
         self.kill_at: float | None = None
         self.step_grace = float(self.config.get("step_grace", 3.0))
         self.failure: tuple[int, int] | None = None  # (exit code, signal) of the first failed task
@@ -222,10 +224,19 @@ class Supervisor:
                 err.close()
         self._write_runtime(batch_pid=self.batch.pid)
         now = time.monotonic()
+        self.started_at = now
         if spec.time_limit is not None:
-            self.limit_at = now + spec.time_limit
-            if spec.signal:
-                self._arm_warning(now, spec.time_limit)
+            self.set_limit(spec.time_limit)
+
+    def set_limit(self, seconds: int) -> None:
+        """The job may run `seconds` from its start (a new limit re-arms --signal)."""
+        if self.started_at is None or self.status is not None:
+            return
+        self.limit = seconds
+        self.limit_at = self.started_at + seconds
+        self.warn = None
+        if self.spec.signal:
+            self._arm_warning(self.started_at, seconds)
 
     def _arm_warning(self, now: float, limit: int) -> None:
         try:
@@ -329,6 +340,8 @@ class Supervisor:
         for req in jobdir.take_requests(self.job_dir):
             if req.get("op") == "node_fail":
                 self.fail_node(str(req.get("node", "")), str(req.get("message", "")))
+            elif req.get("op") == "time_limit":
+                self.set_limit(int(req["seconds"]))
             elif req.get("op") == "signal":
                 self.deliver(int(req["sig"]), str(req.get("scope", "all")))
             elif req.get("op") == "cancel":
@@ -348,7 +361,7 @@ class Supervisor:
             self.deliver(sig, scope)
         if self.limit_at is not None and now >= self.limit_at and self.status is None:
             self.limit_at = None
-            self.message = f"time limit of {self.spec.time_limit} s reached"
+            self.message = f"time limit of {self.limit} s reached"
             self.terminate("timeout", self.kill_wait)
 
     def _reap(self) -> None:
