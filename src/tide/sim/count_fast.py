@@ -30,7 +30,7 @@ from tide.sched.index import ClusterIndex
 from tide.sim.count_driver import PLOT_PERIOD, nodes_needed
 from tide.sim.fastswf import SwfWorkload
 from tide.sim.metrics import JobResult, Sample
-from tide.sim.table import Placement, ResultTable, Timeline
+from tide.sim.table import Placement, ResultTable, RowsOrColumns, Timeline
 from tide.sim.workload.base import SimJob
 from tide.sim.workload.swf import _request
 
@@ -64,7 +64,7 @@ class CountInput:
     qos: list[str]  # request.qos or "normal"
 
 
-class CountRun:
+class CountRun(RowsOrColumns):
     """A count-driver run: results and timeline as columns (tide.sim.table), or
     as the JobResults and Samples the Python driver writes; each form is built
     from the other on first use."""
@@ -77,41 +77,10 @@ class CountRun:
         events: int,
         cycles: int,
     ) -> None:
-        self._results = None if isinstance(results, ResultTable) else results
-        self._table = results if isinstance(results, ResultTable) else None
-        self._samples = None if isinstance(samples, Timeline) else samples
-        self._timeline = samples if isinstance(samples, Timeline) else None
+        self._hold(results, samples)
         self.account_seconds = account_seconds
         self.events = events
         self.cycles = cycles
-
-    @property
-    def results(self) -> list[JobResult]:  # by job id
-        if self._results is None:
-            assert self._table is not None
-            self._results = self._table.to_results()
-        return self._results
-
-    @property
-    def table(self) -> ResultTable:
-        if self._table is None:
-            assert self._results is not None
-            self._table = ResultTable.from_results(self._results)
-        return self._table
-
-    @property
-    def samples(self) -> list[Sample]:
-        if self._samples is None:
-            assert self._timeline is not None
-            self._samples = self._timeline.to_samples()
-        return self._samples
-
-    @property
-    def timeline(self) -> Timeline:
-        if self._timeline is None:
-            assert self._samples is not None
-            self._timeline = Timeline.from_samples(self._samples)
-        return self._timeline
 
 
 def count_input(source: Iterable[SimJob], ix: ClusterIndex) -> CountInput:

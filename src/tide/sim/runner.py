@@ -22,7 +22,7 @@ from tide.sim.faults import Fault, draw_faults
 from tide.sim.metrics import JobResult, Sample, compute_metrics
 from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
 from tide.sim.report import RunData, write_report
-from tide.sim.table import ResultTable, Timeline
+from tide.sim.table import ResultTable, RowsOrColumns, Timeline
 from tide.sim.workload.base import SimJob, WorkloadError
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class WorkloadOptions:
     seed: int = 0
 
 
-class PolicyRun:
+class PolicyRun(RowsOrColumns):
     """One policy's run. Results and timeline are held as columns
     (tide.sim.table) or as JobResults and Samples, whichever the driver gave;
     the other form is built on first use."""
@@ -72,38 +72,7 @@ class PolicyRun:
         self.capacity_gpus = capacity_gpus
         self.metrics = metrics
         self.driver = driver
-        self._results = None if isinstance(results, ResultTable) else results
-        self._table = results if isinstance(results, ResultTable) else None
-        self._samples = None if isinstance(samples, Timeline) else samples
-        self._timeline = samples if isinstance(samples, Timeline) else None
-
-    @property
-    def results(self) -> list[JobResult]:
-        if self._results is None:
-            assert self._table is not None
-            self._results = self._table.to_results()
-        return self._results
-
-    @property
-    def table(self) -> ResultTable:
-        if self._table is None:
-            assert self._results is not None
-            self._table = ResultTable.from_results(self._results)
-        return self._table
-
-    @property
-    def samples(self) -> list[Sample]:
-        if self._samples is None:
-            assert self._timeline is not None
-            self._samples = self._timeline.to_samples()
-        return self._samples
-
-    @property
-    def timeline(self) -> Timeline:
-        if self._timeline is None:
-            assert self._samples is not None
-            self._timeline = Timeline.from_samples(self._samples)
-        return self._timeline
+        self._hold(results, samples)
 
 
 def load_inputs(

@@ -250,10 +250,55 @@ class Timeline:
         return out
 
 
+class RowsOrColumns:
+    """A run's results and timeline held as columns or as JobResults and
+    Samples, whichever its driver gave; the other form is built on first use."""
+
+    _results: list[JobResult] | None
+    _table: ResultTable | None
+    _samples: list[Sample] | None
+    _timeline: Timeline | None
+
+    def _hold(self, results: list[JobResult] | ResultTable,
+              samples: list[Sample] | Timeline) -> None:  # fmt: skip
+        self._results = None if isinstance(results, ResultTable) else results
+        self._table = results if isinstance(results, ResultTable) else None
+        self._samples = None if isinstance(samples, Timeline) else samples
+        self._timeline = samples if isinstance(samples, Timeline) else None
+
+    @property
+    def results(self) -> list[JobResult]:
+        if self._results is None:
+            assert self._table is not None
+            self._results = self._table.to_results()
+        return self._results
+
+    @property
+    def table(self) -> ResultTable:
+        if self._table is None:
+            assert self._results is not None
+            self._table = ResultTable.from_results(self._results)
+        return self._table
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            assert self._timeline is not None
+            self._samples = self._timeline.to_samples()
+        return self._samples
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            assert self._samples is not None
+            self._timeline = Timeline.from_samples(self._samples)
+        return self._timeline
+
+
 def seq_sum(x: np.ndarray) -> float:
     """x[0] + x[1] + ... strictly left to right, as a plain loop adds them (numpy's
     sum adds in pairs, which can differ in the last bits)."""
     return float(np.cumsum(x, dtype=np.float64)[-1]) if len(x) else 0.0
 
 
-__all__ = ["Placement", "ResultTable", "Timeline", "seq_sum"]
+__all__ = ["Placement", "ResultTable", "RowsOrColumns", "Timeline", "seq_sum"]
