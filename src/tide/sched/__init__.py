@@ -7,8 +7,9 @@ does not import the whole cycle.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tide.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tide.sched.cycle import Scheduler, schedule
@@ -18,10 +19,4 @@ __all__ = ["Decisions", "Scheduler", "Snapshot", "schedule"]
 _HOME = {"Scheduler": "cycle", "schedule": "cycle", "Decisions": "types", "Snapshot": "types"}
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOME, globals())

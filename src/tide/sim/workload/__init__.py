@@ -7,9 +7,9 @@ the generator, its presets or the other readers.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tide.lazy import lazy_names
 from tide.sim.workload.base import SimJob, Workload, WorkloadError, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -53,10 +53,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOME, globals())
