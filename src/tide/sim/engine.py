@@ -148,7 +148,8 @@ class Engine:
             self._push(f.time, FAIL, self.ix.pos[f.node])
         coalesce = bool(getattr(self.policy, "coalesce_ties", False))
         due = (False, False)  # a cycle owed once the events at this time are handled
-        while self.heap or self._unpark_all():
+        t = 0.0  # the time of the last event handled
+        while self.heap or self._unpark_all(t):
             t, kind, _, data = heapq.heappop(self.heap)
             self.events += 1
             if kind == SUBMIT:
@@ -166,13 +167,13 @@ class Engine:
                 self.progress(t)
         return self._output()
 
-    def _unpark_all(self) -> bool:
-        """The heap ran dry with victims still parked: bring them back."""
+    def _unpark_all(self, now: float) -> bool:
+        """The heap ran dry at `now` with victims still parked: bring them back."""
         if not self.parked:
             return False
         from tide.sim.preemption import release_all
 
-        release_all(self, self.samples[-1].t if self.samples else 0.0)
+        release_all(self, now)
         return bool(self.heap)
 
     def _feed(self) -> None:
