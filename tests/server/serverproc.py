@@ -123,6 +123,17 @@ def job(c: httpx.Client, job_id: str | int) -> dict[str, Any]:
     return r.json()["jobs"][0]
 
 
+def wait_for(what: str, cond: Any, timeout: float = 30.0) -> Any:
+    """cond()'s first truthy value, polled every 0.1 s; fails naming `what`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
 def wait_state(
     c: httpx.Client, job_id: str | int, states: set[str], timeout: float = 60.0
 ) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverproc import DATA, ServerProc, job, submit, wait_state
+from serverproc import DATA, ServerProc, job, submit, wait_for, wait_state
 
 pytestmark = pytest.mark.slow
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED"}
@@ -53,16 +53,6 @@ def _event(j: dict[str, Any], text: str) -> dict[str, Any]:
     return next(h for h in j["history"] if text in h["reason"])
 
 
-def _wait(cond: Any, timeout: float = 30.0, what: str = "") -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 # The victim records each signal it gets and each run; its second run (after the
 # requeue) ends at once. The loop of short sleeps lets bash run its traps promptly.
 VICTIM = """#!/bin/bash
@@ -85,10 +75,10 @@ def test_qos_preemption_requeues_after_the_grace(srv: Any) -> None:
     with srv.client() as c:
         victim = submit(c, VICTIM, d).json()["job_id"]
         wait_state(c, victim, {"RUNNING"})
-        _wait(lambda: (d / f"runs-{victim}.txt").exists(), what="the victim's first run")
+        wait_for("the victim's first run", lambda: (d / f"runs-{victim}.txt").exists())
         time.sleep(1.0)  # some work to lose
         urgent = submit(c, URGENT, d).json()["job_id"]
-        sig = _wait(lambda: _lines(d / f"sig-{victim}.txt", "USR1"), what="the USR1 signal")
+        sig = wait_for("the USR1 signal", lambda: _lines(d / f"sig-{victim}.txt", "USR1"))
         j = wait_state(c, victim, {"COMPLETED", "FAILED"}, timeout=60)
         u = wait_state(c, urgent, DONE, timeout=60)
     assert j["state"] == "COMPLETED" and j["restarts"] == 1, j
@@ -154,12 +144,12 @@ def test_suspend_stops_the_victim_and_resumes_it_after_the_preemptor(srv: Any) -
     with srv.client() as c:
         victim = submit(c, SLEEPER, d).json()["job_id"]
         wait_state(c, victim, {"RUNNING"})
-        pid = int(_wait(lambda: _text(d / f"pid-{victim}.txt"), what="the victim's pid"))
+        pid = int(wait_for("the victim's pid", lambda: _text(d / f"pid-{victim}.txt")))
         held = job(c, victim)["allocation"]["nodes"][0]["gpus"]
         time.sleep(1.0)
         urgent = submit(c, SHORT, d).json()["job_id"]
         wait_state(c, victim, {"SUSPENDED"}, timeout=30)
-        assert _wait(lambda: _proc_state(pid) == "T", timeout=5, what="a stopped process")
+        assert wait_for("a stopped process", lambda: _proc_state(pid) == "T", timeout=5)
         u = wait_state(c, urgent, {"RUNNING"}, timeout=30)
         mine = u["allocation"]["nodes"][0]["gpus"]
         assert not set(mine) & set(held)  # the victim's GPUs stay held
@@ -232,8 +222,14 @@ def test_quota_reclaim_returns_the_lenders_gpus_within_the_grace(srv: Any) -> No
         assert rows[("lender", "account")]["in_use"] == 4
         assert rows[("borrower", "account")]["borrowed"] == 0
         # the requeued borrower waits: the cohort has nothing left to lend
-        w = _wait(lambda: (x := job(c, v["id"]))["state"] == "PENDING"
-                  and x["reason"] in ("CohortQuota", "Preempted") and x, what="the requeue")
+        w = wait_for(
+            "the requeue",
+            lambda: (
+                (x := job(c, v["id"]))["state"] == "PENDING"
+                and x["reason"] in ("CohortQuota", "Preempted")
+                and x
+            ),
+        )
         assert w["restarts"] == 1
         for jid in (b1, b2, lender):
             c.post(f"/v1/jobs/{jid}/cancel")
@@ -277,7 +273,7 @@ def test_a_restarted_controller_kills_the_victim_in_grace_and_requeues_it(srv: A
         victim = submit(c, VICTIM, d).json()["job_id"]
         wait_state(c, victim, {"RUNNING"})
         urgent = submit(c, URGENT, d).json()["job_id"]
-        _wait(lambda: job(c, victim).get("preemption"), what="the preemption")
+        wait_for("the preemption", lambda: job(c, victim).get("preemption"))
     srv.stop()
     time.sleep(GRACE)  # the grace ends while no controller runs
     srv.start()
@@ -304,7 +300,7 @@ def test_cancel_mode_ends_preempted_and_counts_work_since_the_checkpoint(srv: An
     with srv.client() as c:
         victim = submit(c, CHECKPOINTER.replace("PYTHON", sys.executable), d).json()["job_id"]
         wait_state(c, victim, {"RUNNING"})
-        _wait(lambda: (d / "ckpt.txt").exists(), what="the checkpoint")
+        wait_for("the checkpoint", lambda: (d / "ckpt.txt").exists())
         time.sleep(1.0)
         urgent = submit(c, URGENT, d).json()["job_id"]
         j = wait_state(c, victim, DONE, timeout=60)

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serverproc import ServerProc, job, submit, wait_state
+from serverproc import ServerProc, job, submit, wait_for, wait_state
 
 pytestmark = pytest.mark.slow
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED"}
@@ -82,16 +82,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_for(what: str, fn: Any, timeout: float) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def _task_pids(path: Path, n: int) -> dict[int, int]:
     """rank -> pid, from the lines tasks write: 'RANK PID NODE'."""
     if not path.exists():
@@ -116,10 +106,10 @@ def test_killed_task_tears_down_its_gang_and_the_job_resumes(rec: ServerProc) ->
         jid = submit(c, GANG, rec.work).json()["job_id"]  # type: ignore[attr-defined]
         wait_state(c, jid, {"RUNNING"})
         ckpt = rec.data_dir / "exec" / "checkpoints" / str(jid)
-        pids = _wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
+        pids = wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
         os.kill(pids[1], signal.SIGKILL)
         killed = time.time()
-        _wait_for("the sibling task to end", lambda: not _alive(pids[0]), 10.5)
+        wait_for("the sibling task to end", lambda: not _alive(pids[0]), 10.5)
         teardown = time.time() - killed
         j = wait_state(c, jid, {"COMPLETED", "FAILED"}, timeout=60)
     assert teardown <= 10.0
@@ -145,14 +135,14 @@ def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) 
         jid = submit(c, GANG, rec.work).json()["job_id"]  # type: ignore[attr-defined]
         j = wait_state(c, jid, {"RUNNING"})
         ckpt = rec.data_dir / "exec" / "checkpoints" / str(jid)
-        pids = _wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
+        pids = wait_for("both tasks", lambda: _task_pids(ckpt / "tasks.0", 2), 30)
         second = _expand(j["nodelist"])[1]  # rank 1's node
         agent = int((rec.data_dir / "exec" / "nodes" / second / "agent.pid").read_text())
         os.kill(agent, signal.SIGKILL)
         killed = time.time()
-        _wait_for("DOWN", lambda: _node_state(c, second)["state"] == "DOWN", 10.5)
+        wait_for("DOWN", lambda: _node_state(c, second)["state"] == "DOWN", 10.5)
         down = time.time() - killed
-        _wait_for("the tasks to end", lambda: not (_alive(pids[0]) or _alive(pids[1])), 10.5)
+        wait_for("the tasks to end", lambda: not (_alive(pids[0]) or _alive(pids[1])), 10.5)
         gone = time.time() - killed
         assert "not responding" in _node_state(c, second)["reason"]
         j = wait_state(c, jid, {"COMPLETED", "FAILED", "NODE_FAIL"}, timeout=60)
@@ -160,7 +150,7 @@ def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) 
         assert j["attempts"][0]["state"] == "NODE_FAIL"
         assert second not in _expand(j["nodelist"])  # it stays out of scheduling
         c.post(f"/v1/nodes/{second}/resume").raise_for_status()
-        _wait_for("a new agent", lambda: _node_state(c, second)["state"] == "IDLE", 10)
+        wait_for("a new agent", lambda: _node_state(c, second)["state"] == "IDLE", 10)
     assert down <= 10.0 and gone <= 10.0
 
 
@@ -169,15 +159,15 @@ def test_stalled_agent_marks_its_node_down(rec: ServerProc) -> None:
     its heartbeat is 5 s old, within 10 s."""
     pidfile = rec.data_dir / "exec" / "nodes" / "n3" / "agent.pid"
     # a resume by an earlier test restarts n3's agent: its pid file may still be coming
-    _wait_for("n3's agent", lambda: pidfile.exists() and pidfile.read_text().strip(), 15)
+    wait_for("n3's agent", lambda: pidfile.exists() and pidfile.read_text().strip(), 15)
     with rec.client() as c:
-        _wait_for("n3 up", lambda: _node_state(c, "n3")["state"] != "DOWN", 15)
+        wait_for("n3 up", lambda: _node_state(c, "n3")["state"] != "DOWN", 15)
     agent = int(pidfile.read_text())
     os.kill(agent, signal.SIGSTOP)
     stopped = time.time()
     try:
         with rec.client() as c:
-            _wait_for("DOWN", lambda: _node_state(c, "n3")["state"] == "DOWN", 10.5)
+            wait_for("DOWN", lambda: _node_state(c, "n3")["state"] == "DOWN", 10.5)
             assert time.time() - stopped <= 10.0
             assert "no heartbeat" in _node_state(c, "n3")["reason"]
     finally:
@@ -211,7 +201,7 @@ def test_tide_node_fail_fails_the_node_like_a_dead_agent(rec: ServerProc) -> Non
         assert j["state"] == "NODE_FAIL" and j["restarts"] == 0, j
         assert j["lost_gpu_seconds"] > 0 and j["attempts"][0]["lost_gpu_seconds"] > 0
         c.post("/v1/nodes/n1/resume").raise_for_status()
-        _wait_for("n1 back", lambda: _node_state(c, "n1")["state"] == "IDLE", 10)
+        wait_for("n1 back", lambda: _node_state(c, "n1")["state"] == "IDLE", 10)
 
 
 def test_failing_health_check_drains_its_node_with_the_reason(rec: ServerProc) -> None:
@@ -220,7 +210,7 @@ def test_failing_health_check_drains_its_node_with_the_reason(rec: ServerProc) -
     env = {**os.environ, "TIDE_URL": rec.url, "TIDE_TOKEN": rec.admin_token}
     try:
         with rec.client() as c:
-            _wait_for("n3 drained", lambda: _node_state(c, "n3")["admin_state"] == "DRAIN", 15)
+            wait_for("n3 drained", lambda: _node_state(c, "n3")["admin_state"] == "DRAIN", 15)
         cli = [sys.executable, "-m", "tide.cli.main", "nodes", "-N"]
         out = subprocess.run(cli, env=env, capture_output=True, text=True, check=True).stdout
         line = next(ln for ln in out.splitlines() if ln.startswith("n3"))
@@ -229,7 +219,7 @@ def test_failing_health_check_drains_its_node_with_the_reason(rec: ServerProc) -
         mark.unlink()
         health = rec.data_dir / "exec" / "nodes" / "n3" / "health.json"
         healthy = lambda: json.loads(health.read_text()).get("ok")  # noqa: E731
-        _wait_for("a passing health check", healthy, 15)  # else a late failure drains again
+        wait_for("a passing health check", healthy, 15)  # else a late failure drains again
         with rec.client() as c:
             c.post("/v1/nodes/n3/resume").raise_for_status()
 
@@ -262,7 +252,7 @@ def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
             res = c.post("/v1/jobs/batch", json={"jobs": items}).json()["results"]
             ids = [r["job_id"] for r in res]
             assert len(set(ids)) == 200
-            _wait_for("6 running", lambda: len(_lines(ledger)) >= 6, 60)
+            wait_for("6 running", lambda: len(_lines(ledger)) >= 6, 60)
             supervisors = {j: _supervisor(srv, j) for j in ids[3:6]}
         srv.proc.kill()  # type: ignore[union-attr]  # kill -9
         srv.proc.wait()  # type: ignore[union-attr]
@@ -347,10 +337,10 @@ def test_ddp_example_resumes_from_its_checkpoint_after_a_node_failure(rec: Serve
             ckpt = job(c, jid)["recovery"]["last_checkpoint_step"]
             return ckpt is not None and ckpt >= 9
 
-        _wait_for("two checkpoints", two_checkpoints, 120)
+        wait_for("two checkpoints", two_checkpoints, 120)
         time.sleep(0.3)  # a few steps past the checkpoint: they are the lost work
         c.post("/v1/nodes/n2/fail", json={"reason": "test"}).raise_for_status()
-        _wait_for("the requeue", lambda: job(c, jid)["restarts"] == 1, 20)
+        wait_for("the requeue", lambda: job(c, jid)["restarts"] == 1, 20)
         c.post("/v1/nodes/n2/resume").raise_for_status()
         hit = wait_state(c, jid, DONE, timeout=180)
         base = wait_state(c, ref, DONE, timeout=180)
