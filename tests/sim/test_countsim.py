@@ -5,13 +5,12 @@ event and cycle counts, value for value, on random workloads and real logs."""
 from __future__ import annotations
 
 import itertools
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sim_traces import TRACES, needs_traces
 
 pytest.importorskip(
     "tide.sim._countsim",
@@ -193,19 +192,6 @@ def test_make_many_equals_the_constructor() -> None:
 # ------------------------------------------------------------------ real logs
 
 
-def _traces() -> Path | None:
-    here = Path(__file__).resolve()
-    for cand in (os.environ.get("TIDE_TRACES"), here.parents[3] / "shared" / "traces",
-                 "/work/shared/traces"):  # fmt: skip
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
-
-
-TRACES = _traces()
-needs_traces = pytest.mark.skipif(
-    TRACES is None, reason="shared/traces not found (set TIDE_TRACES to the traces folder)"
-)
 
 
 @needs_traces

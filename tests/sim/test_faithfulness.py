@@ -11,19 +11,12 @@ import os
 from pathlib import Path
 
 import pytest
+from sim_traces import traces_dir
 
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sim.runner import WorkloadOptions, load_inputs, run_policy
 
-
-def _traces() -> Path | None:
-    for base in (os.environ.get("TIDE_TRACES"), "../shared/traces", "/work/shared/traces"):
-        if base and (Path(base) / "kth-sp2" / "KTH-SP2-1996-2.swf").is_file():
-            return Path(base)
-    return None
-
-
-TRACES = _traces()
+TRACES = traces_dir("kth-sp2/KTH-SP2-1996-2.swf")
 needs_traces = pytest.mark.skipif(
     TRACES is None,
     reason="shared/traces/kth-sp2 is not here (set TIDE_TRACES to the traces folder)",

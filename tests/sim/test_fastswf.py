@@ -5,10 +5,10 @@ or whole, and falls back to read_swf for whatever it does not parse itself."""
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import pytest
+from sim_traces import TRACES, needs_traces
 
 from tide.sim import fastswf
 from tide.sim.fastswf import SwfWorkload, read_swf_fast
@@ -180,19 +180,6 @@ def test_keep_original_is_the_plain_reader(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- real traces
 
 
-def _traces() -> Path | None:
-    here = Path(__file__).resolve()
-    for cand in (os.environ.get("TIDE_TRACES"), here.parents[3] / "shared" / "traces",
-                 "/work/shared/traces"):  # fmt: skip
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
-
-
-TRACES = _traces()
-needs_traces = pytest.mark.skipif(
-    TRACES is None, reason="shared/traces not found (set TIDE_TRACES to the traces folder)"
-)
 
 
 @needs_traces

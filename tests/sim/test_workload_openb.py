@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from sim_traces import traces_dir
 
 from tide.sim.workload import WorkloadError, openb_cluster, read_openb
 
@@ -77,16 +77,8 @@ def test_bad_files(tmp_path: Path) -> None:
         read_openb(p).jobs()
 
 
-def _openb() -> Path | None:
-    here = Path(__file__).resolve()
-    for cand in (os.environ.get("TIDE_TRACES"), here.parents[3] / "shared" / "traces",
-                 "/work/shared/traces"):  # fmt: skip
-        if cand and (Path(cand) / "alibaba-gpu-2023-openb").is_dir():
-            return Path(cand) / "alibaba-gpu-2023-openb"
-    return None
-
-
-OPENB = _openb()
+_BASE = traces_dir("alibaba-gpu-2023-openb")
+OPENB = _BASE / "alibaba-gpu-2023-openb" if _BASE is not None else None
 
 
 @pytest.mark.skipif(OPENB is None, reason="shared/traces/alibaba-gpu-2023-openb not found "

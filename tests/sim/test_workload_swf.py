@@ -4,10 +4,10 @@ GPU mapping, and the real KTH / SDSC counts."""
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import pytest
+from sim_traces import TRACES, needs_traces
 
 from tide.sim.workload import WorkloadError, read_swf
 
@@ -140,19 +140,6 @@ def test_original_fields_on_request(mini: Path) -> None:
 # ---------------------------------------------------------------- real traces
 
 
-def _traces() -> Path | None:
-    here = Path(__file__).resolve()
-    for cand in (os.environ.get("TIDE_TRACES"), here.parents[3] / "shared" / "traces",
-                 "/work/shared/traces"):  # fmt: skip
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
-
-
-TRACES = _traces()
-needs_traces = pytest.mark.skipif(
-    TRACES is None, reason="shared/traces not found (set TIDE_TRACES to the traces folder)"
-)
 
 
 @needs_traces
