@@ -29,14 +29,19 @@ STATE_CODE = {
 }
 
 
+def _dhms(seconds: float) -> tuple[int, int, int, int]:
+    """Whole days, hours, minutes, seconds of a non-negative duration."""
+    d, s = divmod(max(0, int(seconds)), 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return d, h, m, s
+
+
 def duration(seconds: float | None) -> str:
     """Slurm's elapsed/limit format: M:SS, H:MM:SS, D-HH:MM:SS; None = UNLIMITED."""
     if seconds is None:
         return "UNLIMITED"
-    s = max(0, int(seconds))
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
+    d, h, m, s = _dhms(seconds)
     if d:
         return f"{d}-{h:02d}:{m:02d}:{s:02d}"
     if h:
@@ -48,10 +53,7 @@ def hms(seconds: float | None) -> str:
     """sacct's Elapsed/Timelimit format: HH:MM:SS, D-HH:MM:SS; None = UNLIMITED."""
     if seconds is None:
         return "UNLIMITED"
-    s = max(0, int(seconds))
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
+    d, h, m, s = _dhms(seconds)
     return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
 
 
