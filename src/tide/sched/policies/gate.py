@@ -19,7 +19,7 @@ from tide.sched.types import Snapshot
 
 
 class Opener:
-    """Opens cycles as Scheduler.schedule does, keeping its context memo and
+    """Starts cycles as Scheduler.schedule does, keeping its context memo and
     partition table between cycles (they depend on the cluster, the accounts
     and which nodes are usable only; the memo is dropped when those change)."""
 
@@ -29,7 +29,7 @@ class Opener:
         self._key: tuple[int, bytes] | None = None
         self._partitions: object | None = None
 
-    def open(self, snap: Snapshot, usage: Usage | None) -> Cycle:
+    def start_cycle(self, snap: Snapshot, usage: Usage | None) -> Cycle:
         """The cycle's working state: a private copy of `usage` (bound pods
         included, as the driver keeps them), node states, running jobs' limits."""
         cyc = _cycle._start_cycle(snap, self.ix, usage)

@@ -166,7 +166,7 @@ class K8sDefaultPolicy:
         self.scorer = Scorer(index, most=False, resources=resources)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = self.opener.open(snap, usage)
+        cyc = self.opener.start_cycle(snap, usage)
         lost = evict_lost_pods(cyc)
         waiting = []
         for job in snap.pending:

@@ -147,7 +147,7 @@ class KueuePolicy:
         self._feasible: dict[tuple[int, int], bool] = {}  # (job, hash of its node mask)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = self.opener.open(snap, usage)
+        cyc = self.opener.start_cycle(snap, usage)
         lost = evict_lost_pods(cyc)
         ctxs = {j.id: c for j in snap.pending if (c := ready(cyc, j)) is not None}
         accounts = {r.job.account for r in snap.running} | {j.account for j in snap.pending}

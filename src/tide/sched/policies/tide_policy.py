@@ -74,7 +74,7 @@ class TidePolicy:
         predict = self.predict and bool(snap.predicted) and not _broken_promise(snap)
         if predict:
             snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
-        cyc = self.opener.open(snap, usage)
+        cyc = self.opener.start_cycle(snap, usage)
         if predict and cyc.resv is None:
             _predicted_contexts(cyc, self._copies)
         order = _cycle._priorities(cyc)

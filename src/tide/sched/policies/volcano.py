@@ -56,7 +56,7 @@ class VolcanoPolicy:
         self.scorer = Scorer(index, most=True, resources=resources, integer=False)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = self.opener.open(snap, usage)
+        cyc = self.opener.start_cycle(snap, usage)
         jobs = []
         for job in snap.pending:
             ctx = ready(cyc, job)
