@@ -212,7 +212,12 @@ def test_notify_step_from_inside_the_job(tiny: Any) -> None:
 
 
 def test_usage_report_prices_gpu_hours(tiny: Any) -> None:
+    # a job of alice's own: under xdist the tests that ran hers may be on another worker
+    d = _dir(tiny, "usage")
+    script = "#!/bin/bash\n#SBATCH --gpus-per-node=1\nsleep 1\n"
     with tiny.client(tiny.tokens["alice"]) as c:
+        jid = submit(c, script, d).json()["job_id"]
+        assert wait_state(c, jid, DONE, timeout=40)["state"] == "COMPLETED"
         rep = c.get("/v1/usage/report", params={"start": 0, "end": time.time() + 60}).json()
     lines = [x for x in rep["lines"] if x["user"] == "alice" and x["gpu_type"] == "a100"]
     assert lines and lines[0]["gpu_hours"] > 0
