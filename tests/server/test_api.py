@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from serverproc import job, submit
+from serverproc import job, submit, wait_state
 
 HELLO = "#!/bin/bash\necho hi\n"
 
@@ -122,7 +122,8 @@ def test_hold_release_update_and_admin_hold(tiny: Any) -> None:
         assert alice.post(f"/v1/jobs/{jid}/release").status_code == 403
         op.post(f"/v1/jobs/{jid}/release").raise_for_status()
         alice.delete(f"/v1/jobs/{jid}").raise_for_status()
-        hist = [h["to"] for h in job(alice, jid)["history"]]
+        # released, it may have started first: then it is COMPLETING until its processes end
+        hist = [h["to"] for h in wait_state(alice, jid, {"CANCELLED"}, timeout=30)["history"]]
         assert hist[0] == "PENDING" and hist[-1] == "CANCELLED"
 
 
