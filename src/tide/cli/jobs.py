@@ -40,6 +40,7 @@ FAST_COMMANDS = frozenset(
         "node",
         "notify",
         "admin",
+        "service",
     }
 )
 

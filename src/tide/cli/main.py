@@ -33,6 +33,7 @@ else:
     from tide.cli import jobs as jobs_cli
     from tide.cli.admin import admin_app
     from tide.cli.server import server_app
+    from tide.cli.services import service_app
 
     # Everyday commands (`tide queue`, `tide sbatch`, ...) must start fast: when one of
     # them is what runs, the twin and cluster tools (numpy, the core, YAML schemas)
@@ -46,6 +47,7 @@ else:
     app.registered_commands += server_app.registered_commands  # `tide server`
     jobs_cli.register(app)  # sbatch, queue, cancel, show, acct, nodes, ...
     app.add_typer(admin_app, name="admin")
+    app.add_typer(service_app, name="service")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -107,6 +107,7 @@ class ServiceSpec:
     gpu_type: str = ""
     port: int = 0  # 0: tide picks a free port per replica and sets $PORT
     env: dict[str, str] = field(default_factory=dict)
+    workdir: str = ""  # where replicas run ("" = the directory `tide service apply` ran in)
     readiness: Probe = field(default_factory=Probe)
     liveness: Probe | None = None
     replicas: int = 1  # the desired count when autoscaling is off

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 import tide
 from tide.server import errors
 from tide.server.controller import Controller
-from tide.server.routers import admin, jobs, meta, nodes, reports, reservations
+from tide.server.routers import admin, jobs, meta, nodes, reports, reservations, services
 from tide.server.settings import Settings
 
 
@@ -48,6 +48,7 @@ def create_app(settings: Settings, controller: Controller | None = None, **ctl_k
         admin.router,
         reports.router,
         reservations.router,
+        services.router,
     ):
         app.include_router(r)
     return app

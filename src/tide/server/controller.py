@@ -73,6 +73,7 @@ class Controller:
         self.feasible_cache: dict[tuple[object, ...], Any] = {}  # submit checks, per partition
         self.active = ActiveJobs()  # the queue as the core sees it (tide.server.snapshot)
         self.started = 0.0
+        self.services: Any = None  # the service controller (tide.serve.controller)
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -114,6 +115,10 @@ class Controller:
         self.writer = SubmitWriter(self.sessions, on_commit=lambda n: self.loop.wake())
         self.writer.start()
         self.loop.start()
+        from tide.serve.controller import ServiceController
+
+        self.services = ServiceController(self)
+        self.services.start()
         self.started = time.time()
         log.info(
             "tide controller up: cluster %s (%s), store %s",
@@ -123,6 +128,8 @@ class Controller:
         )
 
     def stop(self) -> None:
+        if self.services is not None:
+            self.services.stop()
         if self.loop is not None:
             self.loop.stop()
             self._save_usage()

@@ -55,6 +55,10 @@ class _Collector:
             p.add_metric(["process"], st.last_process)
             p.add_metric(["apply"], st.last_apply)
             yield p
+        if getattr(ctl, "services", None) is not None:
+            from tide.serve.metrics import collect
+
+            yield from collect(ctl.services)
 
 
 def render(ctl: Any) -> bytes:

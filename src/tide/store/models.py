@@ -268,3 +268,56 @@ class MetaRow(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text, default="")
+
+
+# --- inference services (docs/services.md; repository: tide.store.services) ---
+
+
+class ServiceRow(Base):
+    __tablename__ = "services"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), index=True)
+    account: Mapped[str] = mapped_column(String(128), default="")
+    qos: Mapped[str] = mapped_column(String(64), default="")
+    partition: Mapped[str] = mapped_column(String(128), default="")
+    spec: Mapped[str] = mapped_column(Text)  # the normalized document, JSON
+    generation: Mapped[int] = mapped_column(Integer, default=1)  # bumps when replicas change
+    desired: Mapped[int] = mapped_column(Integer, default=0)
+    autoscaler: Mapped[str] = mapped_column(Text, default="")  # HpaState JSON
+    router_port: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[str] = mapped_column(String(16), default="Active")
+    created: Mapped[float] = mapped_column(Float)
+    updated: Mapped[float] = mapped_column(Float)
+    last_scale_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_scale: Mapped[str] = mapped_column(Text, default="")  # reason of the last change
+
+
+class ReplicaRow(Base):
+    __tablename__ = "service_replicas"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    service: Mapped[str] = mapped_column(String(64), index=True)
+    job_id: Mapped[int] = mapped_column(Integer, index=True)
+    generation: Mapped[int] = mapped_column(Integer, default=1)
+    host: Mapped[str] = mapped_column(String(256), default="")
+    port: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[str] = mapped_column(String(16), default="Pending", index=True)
+    created: Mapped[float] = mapped_column(Float)
+    decided: Mapped[float] = mapped_column(Float)  # the scale decision it answers
+    started: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ready: Mapped[float | None] = mapped_column(Float, nullable=True)
+    stopping: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+
+
+class ServiceEventRow(Base):
+    __tablename__ = "service_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    service: Mapped[str] = mapped_column(String(64), index=True)
+    time: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(16))  # scale, replica, rollout, probe, apply
+    message: Mapped[str] = mapped_column(Text, default="")
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # e.g. seconds to ready

@@ -1,0 +1,343 @@
+"""The router's HTTP/1.1 data path: asyncio protocols with httptools (the
+parser uvicorn uses) on uvloop where installed.
+
+A client connection parses requests (keep-alive, pipelined requests served
+in order, bodies buffered up to MAX_BODY so a request can be retried); each
+request becomes an Exchange on a pooled keep-alive connection to the chosen
+replica. The response is streamed back as it arrives (an LLM server's token
+stream reaches the client token by token): same status and headers, minus
+hop-by-hop ones, with its own framing (Content-Length kept, otherwise
+chunked). A replica that refuses the connection or drops it before the
+first response byte costs nothing but a retry on another replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httptools
+
+MAX_BODY = 16 * 1024 * 1024
+HOP = {
+    b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
+    b"transfer-encoding", b"upgrade", b"content-length", b"host",
+}  # fmt: skip
+STATUS_TEXT = {
+    400: b"Bad Request", 404: b"Not Found", 413: b"Payload Too Large",
+    502: b"Bad Gateway", 503: b"Service Unavailable", 504: b"Gateway Timeout",
+}  # fmt: skip
+
+
+@dataclass(slots=True)
+class Request:
+    method: bytes
+    url: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    keep_alive: bool
+    received: float  # perf_counter when the whole request was in
+
+    def encode(self, host: bytes, client: bytes) -> bytes:
+        out = [self.method, b" ", self.url, b" HTTP/1.1\r\nHost: ", host, b"\r\n"]
+        for k, v in self.headers:
+            if k.lower() not in HOP:
+                out += [k, b": ", v, b"\r\n"]
+        if self.body or self.method not in (b"GET", b"HEAD"):
+            out += [b"Content-Length: ", str(len(self.body)).encode(), b"\r\n"]
+        out += [b"X-Forwarded-For: ", client, b"\r\n\r\n", self.body]
+        return b"".join(out)
+
+
+def simple_response(status: int, body: bytes, keep_alive: bool = True) -> bytes:
+    head = b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n" % (
+        status,
+        STATUS_TEXT.get(status, b"Error"),
+        len(body),
+    )
+    if not keep_alive:
+        head += b"Connection: close\r\n"
+    return head + b"\r\n" + body
+
+
+# --- the client side ----------------------------------------------------------------
+
+
+class ClientProtocol(asyncio.Protocol):
+    """One client connection: parse, queue, hand each request to `handle`."""
+
+    def __init__(self, handle: Callable[[Request, ClientProtocol], Any]) -> None:
+        self._handle = handle
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.peer = b"unknown"
+        self._queue: deque[Request] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._size = 0
+        self.closed = False
+        self._writable = asyncio.Event()
+        self._writable.set()
+
+    # asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = str(peer[0]).encode()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._writable.set()
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self.fail(400, b'{"error": "upgrades (websockets) are not routed"}')
+        except httptools.HttpParserError:
+            self.fail(400, b'{"error": "malformed HTTP request"}')
+
+    # httptools callbacks
+    def on_message_begin(self) -> None:
+        self._url, self._headers, self._body, self._size = b"", [], [], 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        for k, v in self._headers:
+            if k.lower() == b"expect" and v.lower() == b"100-continue" and self.transport:
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def on_body(self, body: bytes) -> None:
+        self._size += len(body)
+        if self._size > MAX_BODY:
+            self.fail(413, b'{"error": "request body over 16 MiB"}')
+            return
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.closed:
+            return
+        req = Request(
+            self.parser.get_method(), self._url, self._headers, b"".join(self._body),
+            self.parser.should_keep_alive(), time.perf_counter(),
+        )  # fmt: skip
+        self._queue.append(req)
+        if len(self._queue) > 32 and self.transport:
+            self.transport.pause_reading()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._serve())
+
+    async def _serve(self) -> None:
+        while self._queue and not self.closed:
+            req = self._queue.popleft()
+            await self._handle(req, self)
+            if not req.keep_alive:
+                self.close()
+                break
+            if self.transport and len(self._queue) <= 8:
+                self.transport.resume_reading()
+        self._task = None
+
+    # used by exchanges
+    def write(self, data: bytes) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(data)
+
+    async def drain(self) -> None:
+        await self._writable.wait()
+
+    def fail(self, status: int, body: bytes) -> None:
+        self.write(simple_response(status, body, keep_alive=False))
+        self.close()
+
+    def close(self) -> None:
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            self.transport.close()
+
+
+# --- the replica side ---------------------------------------------------------------
+
+
+class UpstreamClosed(Exception):
+    """The replica refused or dropped the connection before the first response byte."""
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request on one upstream connection, streaming into the client."""
+
+    client: ClientProtocol
+    head_only: bool
+    started: bool = False  # response bytes went to the client (no retry after this)
+    status: int = 0
+    chunked: bool = False
+    first_byte: float = 0.0  # perf_counter of the first response body byte (or head)
+    done: asyncio.Future[bool] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class UpstreamProtocol(asyncio.Protocol):
+    """A keep-alive connection to one replica; one exchange at a time."""
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.ex: Exchange | None = None
+        self.open = False
+        self.reusable = True
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._reason = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.open = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.open = False
+        ex, self.ex = self.ex, None
+        if ex is not None and not ex.done.done():
+            if ex.started:
+                ex.client.close()  # half a response went out: the client must see it end
+                ex.done.set_result(False)
+            else:
+                ex.done.set_exception(UpstreamClosed("replica closed the connection"))
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.reusable = False
+            if self.transport:
+                self.transport.close()
+
+    def send(self, ex: Exchange, payload: bytes) -> None:
+        self.ex = ex
+        self._headers = []
+        assert self.transport is not None
+        self.transport.write(payload)
+
+    # httptools callbacks
+    def on_status(self, reason: bytes) -> None:
+        self._reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        ex = self.ex
+        if ex is None:
+            return
+        status = self.parser.get_status_code()
+        if status < 200:  # 1xx: wait for the real response
+            self._headers, self._reason = [], b""
+            return
+        ex.status, ex.started = status, True
+        length = None
+        out = [b"HTTP/1.1 %d " % status, self._reason or b"OK", b"\r\n"]
+        for k, v in self._headers:
+            lk = k.lower()
+            if lk == b"content-length":
+                length = v
+            elif lk not in HOP:
+                out += [k, b": ", v, b"\r\n"]
+        if ex.head_only or status in (204, 304):
+            if length is not None:
+                out += [b"Content-Length: ", length, b"\r\n"]
+        elif length is not None:
+            out += [b"Content-Length: ", length, b"\r\n"]
+        else:
+            ex.chunked = True
+            out.append(b"Transfer-Encoding: chunked\r\n")
+        out.append(b"\r\n")
+        self._reason = b""
+        ex.client.write(b"".join(out))
+        ex.first_byte = time.perf_counter()
+        if ex.head_only:  # httptools cannot know a HEAD response has no body
+            self.reusable = False
+            self._finish(True)
+
+    def on_body(self, body: bytes) -> None:
+        ex = self.ex
+        if ex is None:
+            return
+        if ex.chunked:
+            ex.client.write(b"%x\r\n%s\r\n" % (len(body), body))
+        else:
+            ex.client.write(body)
+        if not ex.client._writable.is_set() and self.transport is not None:
+            # a slow client: stop reading the replica until it catches up
+            self.transport.pause_reading()
+            asyncio.get_running_loop().create_task(self._resume_when(ex.client))
+
+    async def _resume_when(self, client: ClientProtocol) -> None:
+        await client.drain()
+        if self.open and self.transport is not None:
+            self.transport.resume_reading()
+
+    def on_message_complete(self) -> None:
+        ex = self.ex
+        if ex is not None and ex.chunked:
+            ex.client.write(b"0\r\n\r\n")
+        if not self.parser.should_keep_alive():
+            self.reusable = False
+        self._finish(True)
+
+    def _finish(self, ok: bool) -> None:
+        ex, self.ex = self.ex, None
+        if ex is not None and not ex.done.done():
+            ex.done.set_result(ok)
+
+
+class UpstreamPool:
+    """Idle keep-alive connections to one replica."""
+
+    def __init__(self, host: str, port: int, limit: int = 64) -> None:
+        self.host, self.port = host, port
+        self.hostport = f"{host}:{port}".encode()
+        self.idle: list[UpstreamProtocol] = []
+        self.limit = limit
+
+    async def get(self) -> tuple[UpstreamProtocol, bool]:
+        """(a connection, whether it is fresh)."""
+        while self.idle:
+            conn = self.idle.pop()
+            if conn.open and conn.reusable:
+                return conn, False
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await loop.create_connection(UpstreamProtocol, self.host, self.port)
+        except OSError as e:
+            raise UpstreamClosed(f"cannot connect to {self.host}:{self.port}: {e}") from e
+        return conn, True
+
+    def put(self, conn: UpstreamProtocol) -> None:
+        if conn.open and conn.reusable and len(self.idle) < self.limit:
+            self.idle.append(conn)
+        elif conn.transport is not None:
+            conn.transport.close()
+
+    def close(self) -> None:
+        for c in self.idle:
+            if c.transport is not None:
+                c.transport.close()
+        self.idle.clear()

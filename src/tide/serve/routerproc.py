@@ -1,0 +1,135 @@
+"""The controller's handle on a service's router process: start it (or adopt
+the one a previous controller left running), push endpoints, read stats,
+stop it. The router outlives the controller, so a controller restart drops
+no request."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import logging
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("tide.serve")
+TIMEOUT = 2.0
+
+
+def router_token(root: Path) -> str:
+    """The admin token every router of this controller accepts (a 0600 file)."""
+    path = root / "router.token"
+    if path.exists():
+        return path.read_text().strip()
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    token = secrets.token_hex(24)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token)
+    return token
+
+
+class RouterHandle:
+    def __init__(self, root: Path, name: str, host: str, port: int, token: str) -> None:
+        self.dir = root / name
+        self.name, self.host, self.port, self.token = name, host, port, token
+        self.state_file = self.dir / "router.json"
+        self.admin_port = 0
+        self.pid = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pushed: str = ""  # the last endpoint document sent
+
+    def ensure(self, buffer: float) -> bool:
+        """The router is up (adopted or started); False while it is starting."""
+        if self.admin_port and self._alive():
+            return True
+        if self._adopt():
+            return True
+        if self.proc is not None and self.proc.poll() is None:
+            return False  # started, not listening yet
+        self._start(buffer)
+        return False
+
+    def _alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
+            self.admin_port = 0
+            return False
+        return True
+
+    def _adopt(self) -> bool:
+        try:
+            state = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return False
+        self.pid, self.admin_port = int(state.get("pid", 0)), int(state.get("admin_port", 0))
+        if not self.pid or not self._alive() or int(state.get("port", -1)) != self.port:
+            self.admin_port = 0
+            return False
+        try:
+            self.stats(1.0)
+        except OSError:
+            self.admin_port = 0
+            return False
+        self.pushed = ""  # push again: the router may hold an older view
+        return True
+
+    def _start(self, buffer: float) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.state_file.unlink(missing_ok=True)
+        token_file = self.dir.parent / "router.token"
+        cmd = [
+            sys.executable, "-m", "tide.serve.router", "--name", self.name,
+            "--host", self.host, "--port", str(self.port), "--token-file", str(token_file),
+            "--state-file", str(self.state_file), "--buffer", str(buffer),
+        ]  # fmt: skip
+        with open(self.dir / "router.log", "ab") as out:
+            self.proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # outlives the controller, like a job supervisor
+            )  # fmt: skip
+        log.info("service %s: router starting on %s:%d", self.name, self.host, self.port)
+
+    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=TIMEOUT)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            headers = {"Authorization": f"Bearer {self.token}"}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            out = json.loads(resp.read() or b"{}")
+            if resp.status != 200:
+                raise OSError(f"router {self.name}: {resp.status} {out}")
+            return out  # type: ignore[no-any-return]
+        except (http.client.HTTPException, ValueError) as e:
+            raise OSError(f"router {self.name}: {e}") from e
+        finally:
+            conn.close()
+
+    def stats(self, window: float) -> dict[str, Any]:
+        return self._call("GET", f"/stats?window={window:g}")
+
+    def push(self, endpoints: list[dict[str, Any]], buffer: float, force: bool = False) -> None:
+        doc = {"endpoints": endpoints, "buffer": buffer}
+        text = json.dumps(doc, sort_keys=True)
+        if text == self.pushed and not force:
+            return
+        self._call("PUT", "/endpoints", doc)
+        self.pushed = text
+
+    def stop(self) -> None:
+        if self.admin_port:
+            with contextlib.suppress(OSError):
+                self._call("POST", "/shutdown")
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.admin_port = 0
+        self.state_file.unlink(missing_ok=True)

@@ -1,0 +1,348 @@
+"""Services over the API: apply, list, show, scale, rollout, delete, logs.
+
+Same rules as jobs: a user sees and changes only their own services,
+operators all of them; a service's replicas are checked at apply exactly as
+a job would be at submission (account, QOS, partition, a node that can hold
+one replica), so a spec that could never run is refused with the field and
+the fix before anything is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tide.serve import replicas as rep
+from tide.serve.spec import SpecError, parse_service
+from tide.server.auth import Principal
+from tide.server.errors import bad_request, conflict, forbidden, not_found
+from tide.store import services as svcrepo
+from tide.store.services import DELETING, ServiceRow
+
+# spec keys whose change needs new replicas (a rolling update); the others
+# (replica counts, autoscaling, rollout, timeouts) apply to the running ones
+_SCALING_KEYS = {"replicas", "autoscaling", "rollout", "drainSeconds", "bufferSeconds",
+                 "startupSeconds", "routerPort"}  # fmt: skip
+LOG_LINES = 10_000
+
+
+def _parse(doc: Any) -> tuple[Any, dict[str, Any]]:
+    try:
+        return parse_service(doc)
+    except SpecError as e:
+        raise bad_request(str(e), e.field, e.fix) from None
+
+
+def _owner(who: Principal, row: ServiceRow, action: str) -> None:
+    if row.user != who.user and not who.operator:
+        raise forbidden(
+            f"service {row.name} belongs to {row.user!r}; you may not {action} it",
+            "act on your own services, or ask an operator",
+        )
+
+
+def _row(s: Any, who: Principal, name: str, action: str) -> ServiceRow:
+    row = svcrepo.get(s, name)
+    if row is None or (row.user != who.user and not who.operator):
+        raise not_found("service", name, "list yours with `tide service ls`")
+    _owner(who, row, action)
+    return row
+
+
+def _check_replica_job(ctl: Any, spec: Any, user: str) -> tuple[str, str, str]:
+    """Account, QOS and partition of the replicas, checked as a job's would be."""
+    from tide.server.services import feasible
+    from tide.server.services import submit as submitting
+
+    body = rep.submit_body(spec, 0, 0, "127.0.0.1", spec.workdir)
+    req, _, _, _ = submitting.build_request(body, time.time())
+    req, account, qos, parts = submitting.resolve(ctl, req, user)
+    feasible.check(ctl.cluster, req, parts, ctl.feasible_cache)
+    return account, qos, parts[0].name
+
+
+def _template(stored: dict[str, Any], account: str, qos: str, partition: str) -> str:
+    spec = {k: v for k, v in stored["spec"].items() if k not in _SCALING_KEYS}
+    return json.dumps([spec, account, qos, partition], sort_keys=True)
+
+
+def _initial(spec: Any, now: float) -> int:
+    auto = spec.autoscaling
+    if not auto.enabled:
+        return spec.replicas
+    low = auto.min_replicas
+    if auto.schedule is not None:
+        low = max(low, auto.schedule.minimum_at(now))
+    return min(low, auto.max_replicas)
+
+
+def apply(ctl: Any, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
+    if who.role == "job":
+        raise forbidden("a job token cannot manage services", "use your own token")
+    spec, stored = _parse(doc)
+    if not spec.workdir:
+        spec.workdir = cwd or "/tmp"
+        stored["spec"]["workdir"] = spec.workdir
+    now = time.time()
+    with ctl.sessions() as s:
+        old = svcrepo.get(s, spec.name)
+        owner = old.user if old is not None else who.user
+        if old is not None:
+            _owner(who, old, "change")
+            if old.state == DELETING:
+                raise conflict(
+                    f"service {spec.name} is being deleted",
+                    "metadata.name",
+                    "wait until `tide service ls` no longer lists it, then apply again",
+                )
+    account, qos, partition = _check_replica_job(ctl, spec, owner)
+    text = json.dumps(stored, sort_keys=True)
+    result = "created"
+    with ctl.sessions.begin() as s:
+        row = svcrepo.get(s, spec.name)
+        if row is None:
+            port = spec_router_port(stored) or rep.free_port()
+            row = ServiceRow(name=spec.name, user=owner, account=account, qos=qos,
+                             partition=partition, spec=text, generation=1,
+                             desired=_initial(spec, now), router_port=port, created=now,
+                             updated=now, last_scale_time=now,
+                             last_scale="created")  # fmt: skip
+            s.add(row)
+            svcrepo.event(s, spec.name, now, "apply", f"created by {who.user}")
+        else:
+            old_doc = json.loads(row.spec)
+            changed = _template(old_doc, row.account, row.qos, row.partition) != _template(
+                stored, account, qos, partition
+            )
+            result = "unchanged" if row.spec == text and not changed else "configured"
+            if changed:
+                row.generation += 1
+                svcrepo.event(s, spec.name, now, "rollout",
+                              f"replica template changed: rolling update to generation "
+                              f"{row.generation}")  # fmt: skip
+            if result == "configured":
+                svcrepo.event(s, spec.name, now, "apply", f"configured by {who.user}")
+            row.desired = _clamp(spec, row.desired, now)
+            row.spec, row.account, row.qos, row.partition = text, account, qos, partition
+            row.updated = now
+        answer = _summary(row, ctl)
+    if ctl.services is not None:
+        ctl.services.wait_router(spec.name)
+    return {**answer, "result": result}
+
+
+def spec_router_port(stored: dict[str, Any]) -> int:
+    return int(stored["spec"].get("routerPort", 0) or 0)
+
+
+def _clamp(spec: Any, desired: int, now: float) -> int:
+    auto = spec.autoscaling
+    if not auto.enabled:
+        return spec.replicas
+    return max(_initial(spec, now), min(desired, auto.max_replicas))
+
+
+def listing(ctl: Any, who: Principal) -> list[dict[str, Any]]:
+    with ctl.sessions() as s:
+        rows = svcrepo.listing(s, None if who.operator else who.user)
+        live = svcrepo.live_replicas(s)
+    out = []
+    for row in rows:
+        mine = [r for r in live if r.service == row.name]
+        item = _summary(row, ctl)
+        item["ready"] = sum(r.state == "Ready" for r in mine)
+        item["replicas"] = len([r for r in mine if r.state != "Draining"])
+        out.append(item)
+    return out
+
+
+def _summary(row: ServiceRow, ctl: Any) -> dict[str, Any]:
+    host = getattr(ctl.services, "router_host", "127.0.0.1") if ctl.services else "127.0.0.1"
+    return {
+        "name": row.name,
+        "user": row.user,
+        "account": row.account,
+        "partition": row.partition,
+        "state": row.state,
+        "desired": row.desired,
+        "generation": row.generation,
+        "url": f"http://{host}:{row.router_port}",
+        "created": row.created,
+        "last_scale": row.last_scale,
+        "last_scale_time": row.last_scale_time,
+    }
+
+
+def show(ctl: Any, who: Principal, name: str) -> dict[str, Any]:
+    now = time.time()
+    with ctl.sessions() as s:
+        row = _row(s, who, name, "see")
+        reps = svcrepo.replicas(s, name, live=False)[-50:]
+        events = svcrepo.events(s, name, limit=40)
+        gpu_seconds = svcrepo.gpu_seconds(s, name, now)
+    out = _summary(row, ctl)
+    out["spec"] = json.loads(row.spec)
+    out["replicas"] = [
+        {"id": r.id, "job_id": r.job_id, "generation": r.generation, "state": r.state,
+         "address": f"{r.host}:{r.port}" if r.host else "", "created": r.created,
+         "ready": r.ready, "ended": r.ended, "reason": r.reason,
+         "ready_after": (r.ready - r.decided) if r.ready else None}
+        for r in reps
+    ]  # fmt: skip
+    out["ready"] = sum(r.state == "Ready" for r in reps)
+    out["events"] = [
+        {"time": e.time, "kind": e.kind, "message": e.message, "value": e.value} for e in events
+    ]
+    out["gpu_hours"] = gpu_seconds / 3600.0
+    stats = ctl.services.snapshot().get(name) if ctl.services else None
+    out["traffic"] = _traffic(stats)
+    return out
+
+
+def _traffic(stats: dict[str, Any] | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    win = stats["window"]
+    return {
+        "requests": stats["requests"],
+        "codes": stats["codes"],
+        "errors": stats["errors"],
+        "retries": stats["retries"],
+        "inflight": stats["inflight"],
+        "buffered": stats["buffered"],
+        "window_seconds": win["seconds"],
+        "answered_in_window": win["answered"],
+        "ttfb": win["ttfb"],
+        "latency": win["latency"],
+    }
+
+
+def scale(
+    ctl: Any, who: Principal, name: str, replicas: int | None, lo: int | None, hi: int | None
+) -> dict[str, Any]:
+    """A fixed count (autoscaling off), or new autoscaling bounds."""
+    now = time.time()
+    with ctl.sessions.begin() as s:
+        row = _row(s, who, name, "scale")
+        doc = json.loads(row.spec)
+        spec = doc["spec"]
+        if replicas is not None:
+            spec["replicas"] = replicas
+            spec.pop("autoscaling", None)
+            what = f"scaled to {replicas} replicas by {who.user} (autoscaling off)"
+        else:
+            if "autoscaling" not in spec:
+                raise bad_request(
+                    f"service {name} does not autoscale",
+                    "min_replicas",
+                    "give a count (tide service scale NAME N) or add `autoscaling:` to the spec",
+                )
+            if lo is not None:
+                spec["autoscaling"]["minReplicas"] = lo
+            if hi is not None:
+                spec["autoscaling"]["maxReplicas"] = hi
+            what = f"autoscaling bounds set by {who.user}: {lo}..{hi}"
+        parsed, stored = _parse(doc)
+        parsed.workdir = stored["spec"].get("workdir", "")
+        row.spec = json.dumps(stored, sort_keys=True)
+        new = _clamp(parsed, row.desired, now)
+        if new != row.desired:
+            row.last_scale_time, row.last_scale = now, what
+        row.desired = new
+        row.updated = now
+        svcrepo.event(s, name, now, "scale", what)
+        answer = _summary(row, ctl)
+    _wake(ctl)
+    return answer
+
+
+def rollout(ctl: Any, who: Principal, name: str, restart: bool) -> dict[str, Any]:
+    """`restart`: new replicas for all (kubectl rollout restart); always: the status."""
+    now = time.time()
+    with ctl.sessions.begin() as s:
+        row = _row(s, who, name, "roll out")
+        if restart:
+            row.generation += 1
+            row.updated = now
+            svcrepo.event(
+                s,
+                name,
+                now,
+                "rollout",
+                f"restart by {who.user}: rolling update to generation {row.generation}",
+            )
+        reps = svcrepo.replicas(s, name, live=True)
+        gen, desired = row.generation, row.desired
+    if restart:
+        _wake(ctl)
+    new = [r for r in reps if r.generation == gen and r.state != "Draining"]
+    old = [r for r in reps if r.generation != gen]
+    ready_new = sum(r.state == "Ready" for r in new)
+    return {
+        "name": name,
+        "generation": gen,
+        "desired": desired,
+        "updated": len(new),
+        "updated_ready": ready_new,
+        "old": len(old),
+        "done": not old and ready_new >= desired and len(new) == desired,
+    }
+
+
+def delete(ctl: Any, who: Principal, name: str) -> dict[str, Any]:
+    now = time.time()
+    with ctl.sessions.begin() as s:
+        row = _row(s, who, name, "delete")
+        if row.state != DELETING:
+            row.state = DELETING
+            row.updated = now
+            svcrepo.event(s, name, now, "delete", f"deletion asked by {who.user}: draining")
+    _wake(ctl)
+    return {"name": name, "state": DELETING}
+
+
+def logs(ctl: Any, who: Principal, name: str, replica: int | None, tail: int) -> dict[str, Any]:
+    from tide.store.models import JobRow
+
+    tail = max(1, min(tail, LOG_LINES))
+    with ctl.sessions() as s:
+        row = _row(s, who, name, "read the logs of")
+        reps = svcrepo.replicas(s, name, live=False)
+        if replica is not None:
+            reps = [r for r in reps if r.id == replica]
+            if not reps:
+                raise not_found("replica", replica, f"see `tide service show {name}`")
+        else:
+            live = [r for r in reps if r.state in svcrepo.LIVE_REPLICA]
+            reps = live or reps[-1:]
+        workdir = json.loads(row.spec)["spec"].get("workdir", "")
+        out = []
+        for r in reps:
+            job = s.get(JobRow, r.job_id) if r.job_id else None
+            path = job.stdout_path if job is not None else ""
+            if not path and r.job_id:  # the pattern replicas are submitted with
+                path = str(Path(workdir or "/tmp") / rep.output_name(name, r.job_id))
+            out.append({"replica": r.id, "job_id": r.job_id, "path": path,
+                        "lines": _tail(path, tail)})  # fmt: skip
+    return {"name": name, "replicas": out}
+
+
+def _tail(path: str, n: int) -> list[str]:
+    if not path:
+        return []
+    try:
+        with Path(path).open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 256 * n))
+            data = f.read()
+    except OSError as e:
+        return [f"(cannot read {path}: {e.strerror})"]
+    return data.decode(errors="replace").splitlines()[-n:]
+
+
+def _wake(ctl: Any) -> None:
+    if getattr(ctl, "services", None) is not None:
+        ctl.services.wake()
