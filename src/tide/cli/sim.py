@@ -188,6 +188,11 @@ def _run(
         except ValueError as e:
             console.print(f"[red]error:[/red] {e}")
             raise typer.Exit(1) from None
+    for job_id, error in sorted(run.job_faults.items()):
+        console.print(
+            f"[yellow]warning:[/yellow] {policy}: job {job_id} left out of the run: "
+            f"the scheduler could not evaluate it ({error})"
+        )
     return run
 
 

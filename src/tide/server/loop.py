@@ -16,6 +16,7 @@ node resumed) wake the loop; passes are at least `min_interval` apart
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,10 +26,12 @@ from typing import Any
 from sqlalchemy import and_, bindparam, update
 
 from tide.hostlist import compress
+from tide.sched.isolate import JobFault, schedule_isolating
 from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server import ray_nodes
+from tide.server.services import faults as jobfaults
 from tide.server.services import lifecycle, nodes, preemption
 from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
@@ -58,6 +61,7 @@ class CycleStats:
     last_at: float = 0.0
     errors: int = 0
     last_error: str = ""
+    held_faulty: int = 0  # jobs held because they could not be evaluated
 
 
 class SchedulingLoop:
@@ -169,7 +173,9 @@ class SchedulingLoop:
             self._charge_usage(now)
             loaded = load(self.ctl, self.ctl.active, now, backfill)
             t1 = time.perf_counter()
-            decisions = self._schedule(loaded.snapshot)
+            # a job that makes the core raise is left out and held; the rest go on
+            decisions, faulty = schedule_isolating(self._schedule, loaded.snapshot)
+            self._hold_faulty([*loaded.faults, *faulty], now)
             t2 = time.perf_counter()
             wake = getattr(decisions, "wake", None)  # a time the core wants another pass
             self._wake_at = wake if wake is not None and wake > now else None
@@ -185,6 +191,10 @@ class SchedulingLoop:
             st.last_running = len(loaded.snapshot.running)
             st.last_at = now
             return decisions
+
+    def _hold_faulty(self, faults: list[JobFault], now: float) -> None:
+        if faults:
+            self.stats.held_faulty += len(jobfaults.hold(self.ctl, faults, now))
 
     def _apply(self, loaded: Loaded, d: Decisions, now: float) -> int:
         ctl = self.ctl
@@ -261,7 +271,7 @@ class SchedulingLoop:
             meta = loaded.meta.get(job_id)
             if meta is None or job_id in started:
                 continue
-            prio = float(round(d.priorities.get(job_id, info.priority)))
+            prio = _finite(d.priorities.get(job_id, info.priority))
             planned = info.planned_start
             newly_eligible = d.eligible.get(job_id)
             if (
@@ -355,6 +365,11 @@ def _gpu_type(snap: Any, alloc: Any) -> str:
             if g.index in na.gpus and g.type:
                 return g.type
     return ""
+
+
+def _finite(priority: float) -> float:
+    """A priority as stored: rounded, and 0 for a value no column can hold."""
+    return float(round(priority)) if math.isfinite(priority) else 0.0
 
 
 def _same_time(a: float | None, b: float | None) -> bool:

@@ -48,6 +48,11 @@ class _Collector:
                 "tide_sched_started_jobs", "Jobs started by the loop", value=st.started
             )
             yield CounterMetricFamily("tide_sched_errors", "Failed passes", value=st.errors)
+            yield CounterMetricFamily(
+                "tide_sched_held_faulty_jobs",
+                "Jobs held because the scheduler could not evaluate them",
+                value=st.held_faulty,
+            )
             p = GaugeMetricFamily(
                 "tide_sched_last_pass_seconds", "Phases of the last pass", labels=["phase"]
             )

@@ -9,6 +9,9 @@ tide.store.jobs (insert_jobs, transition) names the job in
 those ids to `ActiveJobs.touch`. A full re-read every FULL_EVERY seconds
 is the safety net. A job's request JSON is parsed once per revision (`rev`,
 bumped whenever anything the scheduler reads from the request changes).
+A request that cannot be read is a fault of that job alone: the job gets an
+empty placeholder request, `take_faults` names it, and Load leaves it out of
+the snapshot so the loop can hold it (tide.server.services.faults).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from sqlalchemy.orm import Session
 
 from tide.model import Job, JobRequest, JobState
 from tide.sched.cycle import UNLIMITED
+from tide.sched.isolate import JobFault, describe
 from tide.sched.types import Allocation, Running, Snapshot
+from tide.server.services import faults as jobfaults
 from tide.server.services import preemption
 from tide.store import codec
 from tide.store import jobs as jobrepo
@@ -87,6 +92,7 @@ class Loaded:
     snapshot: Snapshot
     meta: dict[int, Meta] = field(default_factory=dict)
     entries: dict[int, Entry] = field(default_factory=dict)
+    faults: list[JobFault] = field(default_factory=list)  # pending jobs Load could not read
 
 
 class ActiveJobs:
@@ -96,6 +102,7 @@ class ActiveJobs:
         self._entries: dict[int, Entry] = {}
         self._reqs: dict[int, tuple[int, JobRequest]] = {}
         self._dirty: set[int] = set()
+        self._faults: dict[int, str] = {}  # job id -> why its request cannot be read
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._full_at = 0.0
@@ -218,10 +225,23 @@ class ActiveJobs:
             return hit[1]
         if text is None:
             text = session.scalar(select(JobRow.request).where(JobRow.id == job_id))
-        req = codec.request_from_json(text or "{}")
+        try:
+            req = codec.request_from_json(text or "{}")
+            with self._lock:
+                self._faults.pop(job_id, None)
+        except Exception as e:  # a row from an older version, or damaged: this job only
+            req = JobRequest()
+            with self._lock:
+                self._faults[job_id] = f"unreadable request: {describe(e)}"
         with self._lock:
             self._reqs[job_id] = (rev, req)
         return req
+
+    def unreadable(self) -> dict[int, str]:
+        """Jobs whose request could not be read (they carry a placeholder)."""
+        with self._lock:
+            self._faults = {j: e for j, e in self._faults.items() if j in self._entries}
+            return dict(self._faults)
 
     def set_meta(self, job_id: int, **values: Any) -> None:
         """Apply wrote these columns of a pending job (reason, priority, ...)."""
@@ -252,7 +272,14 @@ class ActiveJobs:
 def load(ctl: Any, active: ActiveJobs, now: float, backfill: bool, full: bool = False) -> Loaded:
     with ctl.sessions() as s:
         entries = active.refresh(s, now, full)
-        pending = [e.job for e in entries.values() if e.meta.state == "PENDING"]
+        unreadable = active.unreadable()
+        pending = [
+            e.job
+            for e in entries.values()
+            if e.meta.state == "PENDING"
+            and e.job.id not in unreadable
+            and not jobfaults.quarantined(e.job.held, e.meta.reason)
+        ]
         running = [e.running for e in entries.values() if e.running is not None]
         finished = _finished(s, pending)
         marks = preemption.read_marks(s)
@@ -277,7 +304,14 @@ def load(ctl: Any, active: ActiveJobs, now: float, backfill: bool, full: bool = 
             preempting=shaped.preempting,
             quotas=ctl.quotas,
         )
-    return Loaded(snap, {j: e.meta for j, e in entries.items()}, entries)
+    faults = [
+        JobFault(j, err)
+        for j, err in sorted(unreadable.items())
+        if j in entries
+        and entries[j].meta.state == "PENDING"
+        and not jobfaults.quarantined(entries[j].job.held, entries[j].meta.reason)
+    ]
+    return Loaded(snap, {j: e.meta for j, e in entries.items()}, entries, faults)
 
 
 def _finished(s: Session, pending: list[Job]) -> dict[str, str]:

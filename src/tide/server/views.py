@@ -68,11 +68,19 @@ def queue_item(values: tuple[Any, ...]) -> dict[str, Any]:
     return d
 
 
+def _request(text: str) -> Any:
+    """The stored request; a damaged one is shown as the text it is."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"unreadable": text[:500]}
+
+
 def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow]) -> dict[str, Any]:
     d = queue_item(tuple(getattr(row, c) for c in QUEUE_COLUMNS))
     d.update(
         {
-            "request": json.loads(row.request),
+            "request": _request(row.request),
             "dependency": row.dependency,
             "priority_override": row.priority_override,
             "nice": row.nice,

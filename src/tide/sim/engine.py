@@ -28,6 +28,7 @@ from tide.model import AccountTree, Cluster, Job, JobState
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
+from tide.sched.isolate import describe, schedule_isolating
 from tide.sched.policies import Policy, make_policy
 from tide.sched.state import Usage
 from tide.sched.types import (
@@ -84,6 +85,7 @@ class RunOutput:
     capacity_gpus: int
     cycles: int = 0
     events: int = 0
+    job_faults: dict[int, str] = field(default_factory=dict)  # left out: could not evaluate
 
 
 @dataclass
@@ -124,6 +126,7 @@ class Engine:
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
         self.bound_since: dict[int, float] = {}
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
+        self.job_faults: dict[int, str] = {}  # jobs the core could not evaluate -> why
         # run-time predictions, only for policies that plan with them (tide's)
         self.predictor = Predictor() if getattr(self.policy, "uses_predictions", False) else None
         self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
@@ -237,6 +240,20 @@ class Engine:
             qos=job.qos,
             submit=t,
         )
+        try:
+            return self._arrive(t, job)
+        except Exception as e:  # a value no reader checks (a hand-built workload)
+            self._fault(job.id, describe(e))
+            return False
+
+    def _fault(self, job_id: int, error: str) -> None:
+        """A job the twin cannot evaluate: reported and left out; the run goes on."""
+        self.job_faults[job_id] = error
+        self.pending.pop(job_id, None)
+
+    def _arrive(self, t: float, job: Job) -> bool:
+        """Eligibility, timers, and whether the new job may change a decision now."""
+        req = job.request
         if req.dependency is None and not req.hold and (req.begin is None or req.begin <= t):
             job.eligible = t  # eligible on arrival; otherwise the core says when
             self.results[job.id].eligible = t
@@ -345,7 +362,9 @@ class Engine:
             preempting={v: e[0] for v, e in self.preempting.items()},
             quotas=self.quotas,
         )
-        decisions = self.policy.schedule(snap, self.usage)
+        decisions, faulty = schedule_isolating(lambda s: self.policy.schedule(s, self.usage), snap)
+        for f in faulty:
+            self._fault(f.job_id, f.error)
         self.cycles += 1
         self._apply(now, decisions)
         if self.parked:
@@ -548,7 +567,14 @@ class Engine:
                 self._charge_held(end, jid)
                 self.results[jid].deadlocked = True
         results = [self.results[k] for k in sorted(self.results)]
-        return RunOutput(results, self.samples, int(self.ix.gpus.sum()), self.cycles, self.events)
+        return RunOutput(
+            results,
+            self.samples,
+            int(self.ix.gpus.sum()),
+            self.cycles,
+            self.events,
+            dict(self.job_faults),
+        )
 
     def _deadlock_end(self, last: float) -> float:
         """Where the run's window ends. Gangs left holding pods would wait forever;

@@ -72,6 +72,7 @@ class PolicyRun(RowsOrColumns):
         self.capacity_gpus = capacity_gpus
         self.metrics = metrics
         self.driver = driver
+        self.job_faults: dict[int, str] = {}  # jobs the core could not evaluate -> why
         self._hold(results, samples)
 
 
@@ -258,7 +259,11 @@ def run_policy(
         cluster, config, policy, inputs.accounts, faults or [], index=ix, progress=progress
     )
     out = engine.run(inputs.jobs())
-    return _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None)
+    run = _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None)
+    if out.job_faults:  # left out of the run (each named); metrics say how many
+        run.job_faults = out.job_faults
+        run.metrics["jobs_not_evaluated"] = len(out.job_faults)
+    return run
 
 
 def _count_run(

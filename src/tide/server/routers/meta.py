@@ -67,6 +67,7 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
             "last_at": st.last_at,
             "errors": st.errors,
             "last_error": st.last_error,
+            "held_faulty_jobs": st.held_faulty,
         }
         if st
         else None,

@@ -306,7 +306,7 @@ def update(ctl: Any, who: Principal, text: str, body: UpdateBody) -> list[dict[s
     with ctl.sessions.begin() as s:
         for row in rows_for(s, text):
             check_owner(who, row, "update")
-            req = codec.request_from_json(row.request)
+            req = _stored_request(row)
             values: dict[str, Any] = {}
             changes: dict[str, Any] = {}
             if body.time_limit is not None:
@@ -376,6 +376,17 @@ def update(ctl: Any, who: Principal, text: str, body: UpdateBody) -> list[dict[s
             out.append({"job_id": _did(row), "updated": sorted(values)})
     _wake(ctl)
     return out
+
+
+def _stored_request(row: JobRow) -> Any:
+    try:
+        return codec.request_from_json(row.request)
+    except Exception as e:
+        raise conflict(
+            f"job {_did(row)}: its stored request cannot be read ({type(e).__name__})",
+            "job_id",
+            "cancel it and submit it again",
+        ) from e
 
 
 def _check_time(who: Principal, row: JobRow, old: int | None, new: int) -> None:
