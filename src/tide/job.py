@@ -7,9 +7,10 @@
     if (last := job.latest_checkpoint()) is not None:
         step, path = last                   # a restarted job resumes here
         start = load(path) + 1
+    job.declare_model(params=7e9)          # for MFU: FLOPs per token = 6 x params
     for step in range(start, steps):
         train_one_step()
-        job.notify_step(step)
+        job.notify_step(step, tokens=batch * seq_len)  # tokens/s, step time, MFU
         if step % 100 == 0 or job.should_checkpoint():
             save(job.checkpoint_path(step))  # write, then
             job.notify_checkpoint(step)      # tell tide: work before this survives
@@ -37,7 +38,7 @@ from typing import Any
 
 _CKPT = re.compile(r"^ckpt-(\d+)\.[A-Za-z0-9]+$")
 STEP_EVERY = 1.0  # seconds between step reports
-_state: dict[str, Any] = {"warned": False, "last_step": -1e9}
+_state: dict[str, Any] = {"warned": False, "last_step": -1e9, "tokens": 0.0, "model": {}}
 
 
 def job_id() -> str:
@@ -110,15 +111,35 @@ def should_checkpoint() -> bool:
     return warned
 
 
-def notify_step(step: int, every: float = STEP_EVERY) -> None:
-    """Report training step `step` (rank 0 only; others return at once). At
-    most one report per `every` seconds goes out (the first always does): a
-    fast loop must not turn into one HTTP request and one commit per step."""
+def declare_model(params: float | None = None, flops_per_token: float | None = None) -> None:
+    """Declare the model's size for MFU: its training FLOPs per token, or its
+    parameter count (FLOPs per token = 6 x params). Sent with the next step
+    report; a --comment declaration of the job does the same."""
+    if flops_per_token is not None:
+        _state["model"] = {"flops_per_token": float(flops_per_token)}
+    elif params is not None:
+        _state["model"] = {"params": float(params)}
+
+
+def notify_step(step: int, every: float = STEP_EVERY, tokens: float = 0) -> None:
+    """Report training step `step` and the `tokens` it processed (rank 0 only;
+    others return at once). At most one report per `every` seconds goes out
+    (the first always does): a fast loop must not turn into one HTTP request
+    and one commit per step. Tokens of the steps in between add up and go
+    with the next report, so tokens/s stays exact."""
+    if rank() != 0:
+        return
+    _state["tokens"] += float(tokens)
     now = time.monotonic()
     if now - _state["last_step"] < every:
         return
     _state["last_step"] = now
-    _notify({"event": "step", "step": int(step)})
+    body: dict[str, object] = {"event": "step", "step": int(step)}
+    if _state["tokens"]:
+        body["tokens"] = _state["tokens"]
+    body.update(_state["model"])
+    _state["tokens"] = 0.0
+    _notify(body)
 
 
 def notify_checkpoint(step: int) -> None:

@@ -246,7 +246,7 @@ def test_every_field_is_filled() -> None:
         "--switches=1@10", "--gres-flags=enforce-binding", "--begin=now+1hour",
         "-d", "afterok:1", "-a", "0-3%1", "--requeue", "--signal=B:USR1@90", "-H",
         "-o", "o", "-e", "e", "-D", "/w", "--export=NONE", "--reservation=r",
-        "--priority=5",
+        "--priority=5", "--comment=params=7B",
     ]
     got = fields(argv)
     missing = set(JobRequest.__dataclass_fields__) - set(got) - {"warnings"}

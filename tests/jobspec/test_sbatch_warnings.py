@@ -52,9 +52,9 @@ def test_warning_text(argv: list[str], warning: str) -> None:
 
 
 def test_warnings_keep_order_without_repeats() -> None:
-    parsed = parse_args(["--comment=a", "--wckey=b", "--comment=c"])
+    parsed = parse_args(["--mail-type=a", "--wckey=b", "--mail-type=c"])
     assert parsed.warnings == (
-        "--comment is accepted but ignored by tide",
+        "--mail-type is accepted but ignored by tide",
         "--wckey is accepted but ignored by tide",
     )
 

@@ -318,15 +318,23 @@ def acct(
     ] = "",
     allusers: Annotated[bool, typer.Option("-a", "--allusers")] = False,
     parsable: Annotated[bool, typer.Option("-P", "--parsable2", help="'|'-separated")] = False,
+    efficiency: Annotated[
+        bool,
+        typer.Option(
+            "--efficiency", help="per account: tokens, tokens/s, step time p50/p95, MFU"
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Accounting records of jobs, like sacct: your jobs since midnight by default.
     Fields: JobID JobIDRaw JobName User Account Partition QOS State ExitCode Submit
     Start End Elapsed ElapsedRaw Timelimit NNodes NodeList AllocCPUS AllocGPUS ReqGPUS
-    GPUSeconds GPUHours Restarts Preemptions Preemptor LostGPUSeconds Reason Priority
+    GPUSeconds GPUHours Restarts Preemptions Preemptor LostGPUSeconds Reason Priority,
+    and training efficiency: Tokens TokensPerSec StepTimeP50 StepTimeP95 MFU MFUEffective
     (NAME%WIDTH truncates).
 
-    Example: tide acct -S now-2days --format JobID,JobName%20,State,ExitCode,Elapsed,GPUHours
+    Example: tide acct -S now-2days --format JobID,JobName%20,State,Elapsed,GPUHours,MFU
+    Example: tide acct --efficiency -a -S now-7days
     """
     try:
         start = parse_time(starttime) if starttime else midnight()
@@ -349,9 +357,17 @@ def acct(
             state=[s.upper() for s in csv_list(states)] or None,
             start=None if ids else start,
             end=end,
+            efficiency=render.wants_efficiency(fmt) or None,
         )
+        accounts = None
+        if efficiency:
+            wanted = csv_list(account) or None
+            accounts = c.get("/v1/efficiency", since=start, account=wanted)["accounts"]
     if as_json:
-        print_json(data["jobs"])
+        print_json({"jobs": data["jobs"], "accounts": accounts} if efficiency else data["jobs"])
+        return
+    if efficiency and accounts is not None:
+        render.efficiency_by_account(accounts, parsable)
         return
     render.acct(data["jobs"], fmt, time.time(), parsable)
 
@@ -524,7 +540,7 @@ notify_app = typer.Typer(
 )
 
 
-def _notify(event: str, step: int | None, job: str | None) -> None:
+def _notify(event: str, step: int | None, job: str | None, **extra: float | None) -> None:
     from tide.client import connect
 
     job_id = job or os.environ.get("SLURM_JOB_ID") or os.environ.get("TIDE_JOB_ID")
@@ -534,7 +550,8 @@ def _notify(event: str, step: int | None, job: str | None) -> None:
 
     client = connect(token=os.environ.get("TIDE_JOB_TOKEN") or None)
     try:
-        client.post(f"/v1/jobs/{job_id}/notify", {"event": event, "step": step})
+        body = {"event": event, "step": step, **{k: v for k, v in extra.items() if v is not None}}
+        client.post(f"/v1/jobs/{job_id}/notify", body)
     except ClientError as e:
         fail(e.error, e.fix)
     finally:
@@ -543,14 +560,29 @@ def _notify(event: str, step: int | None, job: str | None) -> None:
 
 @notify_app.command("step")
 def notify_step(
-    step: Annotated[int, typer.Argument(help="training step number")],
+    step: Annotated[int, typer.Argument(help="training step number", min=0)],
+    tokens: Annotated[
+        float | None, typer.Option(help="tokens processed since the previous report", min=0)
+    ] = None,
+    flops_per_token: Annotated[
+        float | None, typer.Option(help="the model's training FLOPs per token (for MFU)")
+    ] = None,
+    params: Annotated[
+        float | None, typer.Option(help="the model's parameters: FLOPs per token = 6 x params")
+    ] = None,
     job: Annotated[str | None, typer.Option(help="default: $SLURM_JOB_ID")] = None,
 ) -> None:
-    """Report training step N (the first report is the job's first-step time).
+    """Report training step N (the first report is the job's first-step time), with
+    the tokens processed since the previous report: tide derives tokens/s, step
+    time p50/p95 and MFU (docs/dashboard.md). The model's size can be declared
+    here or in the job's --comment (flops_per_token=X or params=P).
 
-    Example: tide notify step 1
+    Example: tide notify step 100 --tokens 524288 --params 7e9
     """
-    _notify("step", step, job)
+    for name, v in (("--flops-per-token", flops_per_token), ("--params", params)):
+        if v is not None and not v > 0:
+            fail(f"{name}={v}: must be positive", f"e.g. {name}=7e9")
+    _notify("step", step, job, tokens=tokens, flops_per_token=flops_per_token, params=params)
 
 
 @notify_app.command("running")

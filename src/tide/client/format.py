@@ -150,3 +150,29 @@ _UNITS = {
 def midnight(now: float | None = None) -> float:
     lt = time.localtime(time.time() if now is None else now)
     return time.mktime((*lt[:3], 0, 0, 0, *lt[6:]))
+
+
+def si(value: float | None) -> str:
+    """12345678 -> '12.3M' (k, M, G, T, P, E: powers of 1000); None -> 'Unknown'."""
+    if value is None:
+        return "Unknown"
+    for unit, size in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.3g}{unit}"
+    return f"{value:.3g}"
+
+
+def seconds_short(value: float | None) -> str:
+    """A step time: '850ms', '1.24s', '2.5min'; None -> 'Unknown'."""
+    if value is None:
+        return "Unknown"
+    if value < 1:
+        return f"{value * 1000:.3g}ms"
+    if value < 120:
+        return f"{value:.3g}s"
+    return f"{value / 60:.3g}min"
+
+
+def percent(value: float | None) -> str:
+    """0.4123 -> '41.2%'; None -> 'Unknown'."""
+    return "Unknown" if value is None else f"{100 * value:.1f}%"

@@ -8,7 +8,16 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from tide.client.format import STATE_CODE, duration, hms, table, timestamp
+from tide.client.format import (
+    STATE_CODE,
+    duration,
+    hms,
+    percent,
+    seconds_short,
+    si,
+    table,
+    timestamp,
+)
 from tide.hostlist import compress, expand
 
 LIVE = {"RUNNING", "COMPLETING", "SUSPENDED"}
@@ -135,9 +144,24 @@ ACCT_FIELDS: dict[str, Any] = {
     "preemptor": ("Preemptor", lambda r, n: r.get("preempted_by") or ""),
     "lostgpuseconds": ("LostGPUSeconds", lambda r, n: f"{r.get('lost_gpu_seconds') or 0:.0f}"),
     "reason": ("Reason", lambda r, n: r["reason"]),
+    "tokens": ("Tokens", lambda r, n: si(_eff(r, "tokens"))),
+    "tokenspersec": ("TokensPerSec", lambda r, n: si(_eff(r, "tokens_per_s"))),
+    "steptimep50": ("StepTimeP50", lambda r, n: seconds_short(_eff(r, "step_p50"))),
+    "steptimep95": ("StepTimeP95", lambda r, n: seconds_short(_eff(r, "step_p95"))),
+    "mfu": ("MFU", lambda r, n: percent(_eff(r, "mfu"))),
+    "mfueffective": ("MFUEffective", lambda r, n: percent(_eff(r, "mfu_effective"))),
     "priority": ("Priority", lambda r, n: int(r["priority"] or 0)),
 }
 DEFAULT_ACCT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"  # sacct's default
+EFFICIENCY_FIELDS = {"tokens", "tokenspersec", "steptimep50", "steptimep95", "mfu", "mfueffective"}
+
+
+def _eff(r: dict[str, Any], key: str) -> Any:
+    return (r.get("efficiency") or {}).get(key)
+
+
+def wants_efficiency(spec: str) -> bool:
+    return any(w.partition("%")[0].strip().lower() in EFFICIENCY_FIELDS for w in spec.split(","))
 
 
 def _live_gpu_s(r: dict[str, Any], now: float) -> float:
@@ -174,6 +198,25 @@ def acct(jobs: list[dict[str, Any]], spec: str, now: float, parsable: bool = Fal
         sys.stdout.write("\n".join(lines) + "\n")
         return
     table([h for h, _, _ in fields], rows)
+
+
+def _efficiency_row(a: dict[str, Any]) -> list[Any]:
+    rates = [si(a["tokens"]), si(a["tokens_per_s"]), si(a["live_tokens_per_s"])]
+    steps = [seconds_short(a["step_p50"]), seconds_short(a["step_p95"])]
+    return [a["account"], a["jobs"], a["running"], *rates, *steps,
+            percent(a["mfu"]), percent(a["mfu_effective"])]  # fmt: skip
+
+
+def efficiency_by_account(accounts: list[dict[str, Any]], parsable: bool = False) -> None:
+    """tide acct --efficiency: one line per account (docs/twin-metrics.md)."""
+    headers = ["Account", "Jobs", "Running", "Tokens", "TokensPerSec", "LiveTokensPerSec",
+               "StepTimeP50", "StepTimeP95", "MFU", "MFUEffective"]  # fmt: skip
+    rows = [_efficiency_row(a) for a in accounts]
+    if parsable:
+        lines = ["|".join(headers)] + ["|".join(map(str, r)) for r in rows]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    table(headers, rows, right=set(range(1, 10)))
 
 
 # --- sinfo ---------------------------------------------------------------------
@@ -394,6 +437,7 @@ def show_job(j: dict[str, Any], now: float) -> None:
     ]
     lines.extend(_preemption_lines(j.get("preemption")))
     lines.extend(_recovery_lines(j))
+    lines.extend(_efficiency_lines(j.get("efficiency"), j.get("request", {}).get("comment", "")))
     if j.get("planned_start") and j["state"] == "PENDING":
         lines.append(
             f"   PlannedStart={timestamp(j['planned_start'])} "
@@ -419,6 +463,24 @@ def show_job(j: dict[str, Any], now: float) -> None:
             f"{h['reason']} ({h['actor']})"
         )
     sys.stdout.write("\n".join(lines) + "\n\n")
+
+
+def _efficiency_lines(e: dict[str, Any] | None, comment: str) -> list[str]:
+    """Training efficiency (docs/twin-metrics.md, "Training efficiency")."""
+    out = [f"   Comment={comment}"] if comment else []
+    if not e:
+        return out
+    fpt = e.get("flops_per_token")
+    out.append(
+        f"   Tokens={si(e['tokens'])} TokensPerSec={si(e['tokens_per_s'])} "
+        f"StepTimeP50={seconds_short(e['step_p50'])} StepTimeP95={seconds_short(e['step_p95'])}"
+    )
+    out.append(
+        f"   MFU={percent(e['mfu'])} MFUEffective={percent(e['mfu_effective'])} "
+        f"FlopsPerToken={si(fpt) if fpt else 'Unknown'} "
+        f"PeakTFLOPS={e['peak_tflops'] if e.get('peak_tflops') else 'Unknown'}x{e['gpus']}"
+    )
+    return out
 
 
 def _recovery_lines(j: dict[str, Any]) -> list[str]:

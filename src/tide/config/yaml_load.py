@@ -104,6 +104,7 @@ class _Builder:
         config = _scheduler(self.spec.scheduler)
         topology = self._topology(self.spec.topology, config, nodes)
         cluster = Cluster(self.spec.name, nodes, partitions, topology)
+        cluster.gpu_peak_tflops = dict(self.spec.gpu_peak_tflops)
         accounts = build_accounts(self.spec, self.fail)
         quotas = build_quotas(self.spec.quotas, accounts, self.fail)
         return LoadedCluster(cluster, config, accounts, list(self.warn), self.file, quotas)

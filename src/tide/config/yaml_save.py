@@ -32,6 +32,8 @@ def save_yaml(loaded: LoadedCluster) -> str:
                            "scheduler": _scheduler(loaded.config)}
     doc.update(_accounts(loaded.accounts, c.name))
     doc.update(save_quotas(loaded.quotas))
+    if c.gpu_peak_tflops:
+        doc["gpu_peak_tflops"] = dict(c.gpu_peak_tflops)
     return HEADER + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100,
                               allow_unicode=True)
 

@@ -268,3 +268,5 @@ class ClusterSpec(Spec):
     users: list[UserSpec] = []
     qos: dict[str, QosSpec] = {}
     quotas: QuotasSpec | None = None  # Kueue-style quotas and cohorts (yaml_quotas)
+    # GPU type -> peak TFLOPS per GPU, over tide.model.gpu_peaks (MFU's denominator)
+    gpu_peak_tflops: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}

@@ -70,6 +70,7 @@ def build(state: State, script_path: str | None) -> JobRequest:
         export=g("export", "ALL"),
         reservation=g("reservation", ""),
         priority=g("priority"),
+        comment=g("comment", ""),
         warnings=tuple(state.warnings),
     )
 

@@ -196,6 +196,7 @@ _HANDLERS: dict[str, Handler] = {
     "gres": _gres,
     "gres-flags": _gres_flags,
     "hold": lambda ctx, v: ctx.put("hold", True),
+    "comment": lambda ctx, v: ctx.put("comment", values.comment(_need(v))),
     "job-name": _text("job-name"),
     "mem": _mem("mem"),
     "mem-per-cpu": _mem("mem-per-cpu"),

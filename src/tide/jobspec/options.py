@@ -35,6 +35,7 @@ _N, _R, _O = Arg.NONE, Arg.REQUIRED, Arg.OPTIONAL
 # (name, arg, short letter) of the options tide acts on.
 _SUPPORTED = [
     ("account", _R, "A"), ("array", _R, "a"), ("begin", _R, "b"), ("chdir", _R, "D"),
+    ("comment", _R, ""),
     ("constraint", _R, "C"), ("cpus-per-gpu", _R, ""), ("cpus-per-task", _R, "c"),
     ("dependency", _R, "d"), ("error", _R, "e"), ("exclude", _R, "x"),
     ("exclusive", _O, ""), ("export", _R, ""), ("gpus", _R, "G"),
@@ -52,7 +53,7 @@ _SUPPORTED = [
 _IGNORED = [
     ("acctg-freq", _R, ""), ("autocomplete", _R, ""), ("batch", _R, ""), ("bb", _R, ""),
     ("bbf", _R, ""), ("cluster", _R, ""), ("cluster-constraint", _R, ""),
-    ("clusters", _R, "M"), ("comment", _R, ""), ("consolidate-segments", _N, ""),
+    ("clusters", _R, "M"), ("consolidate-segments", _N, ""),
     ("container", _R, ""), ("container-id", _R, ""), ("context", _R, ""),
     ("contiguous", _N, ""), ("core-spec", _R, "S"), ("cores-per-socket", _R, ""),
     ("cpu-freq", _R, ""), ("deadline", _R, ""), ("delay-boot", _R, ""),

@@ -242,3 +242,18 @@ def priority(text: str) -> int:
             "--priority", text, f"not a priority; use 0-{PRIORITY_TOP} or TOP"
         )
     return int(s)
+
+
+def comment(text: str) -> str:
+    """--comment: free text (stored and shown, as Slurm's Comment), at most
+    1024 characters; the model keys tide reads from it (flops_per_token=,
+    params=; tide.efficiency) must hold positive numbers."""
+    from tide.efficiency import COMMENT_MAX, EfficiencyError, model_flops_per_token
+
+    if len(text) > COMMENT_MAX:
+        raise JobSpecError("--comment", text[:40] + "...", f"longer than {COMMENT_MAX} characters")
+    try:
+        model_flops_per_token(text)
+    except EfficiencyError as e:
+        raise JobSpecError("--comment", text, str(e)) from None
+    return text

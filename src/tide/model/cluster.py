@@ -132,6 +132,8 @@ class Cluster:
     nodes: list[Node] = field(default_factory=list)
     partitions: list[Partition] = field(default_factory=list)
     topology: Topology = field(default_factory=Topology)
+    # GPU type -> peak TFLOPS, over tide.model.gpu_peaks (the MFU denominator)
+    gpu_peak_tflops: dict[str, float] = field(default_factory=dict)
 
     def node_index(self) -> dict[str, int]:
         return {n.name: i for i, n in enumerate(self.nodes)}

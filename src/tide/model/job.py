@@ -127,6 +127,7 @@ class JobRequest:
     export: str = "ALL"
     reservation: str = ""
     priority: int | None = None  # operator-set (scontrol update priority)
+    comment: str = ""  # --comment; may declare the model (flops_per_token=, params=)
     warnings: tuple[str, ...] = ()  # unsupported options seen while parsing
 
     # --- derived shape used by the scheduler -------------------------------

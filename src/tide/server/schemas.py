@@ -42,7 +42,19 @@ class UpdateBody(BaseModel):
 
 class NotifyBody(BaseModel):
     event: str = Field("step", description="'step', 'tasks_running' or 'checkpoint'")
-    step: int | None = Field(None, description="training step number for 'step'")
+    step: int | None = Field(None, ge=0, description="training step number for 'step'")
+    tokens: float | None = Field(
+        None, ge=0, le=1e15, allow_inf_nan=False,
+        description="'step': tokens processed since the previous step report",
+    )
+    flops_per_token: float | None = Field(
+        None, gt=0, le=1e21, allow_inf_nan=False,
+        description="'step': the model's training FLOPs per token (declares it for MFU)",
+    )
+    params: float | None = Field(
+        None, gt=0, le=1e16, allow_inf_nan=False,
+        description="'step': the model's parameters (FLOPs per token = 6 x params)",
+    )
 
 
 class ReasonBody(BaseModel):

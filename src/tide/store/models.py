@@ -321,3 +321,17 @@ class ServiceEventRow(Base):
     kind: Mapped[str] = mapped_column(String(16))  # scale, replica, rollout, probe, apply
     message: Mapped[str] = mapped_column(Text, default="")
     value: Mapped[float | None] = mapped_column(Float, nullable=True)  # e.g. seconds to ready
+
+class JobProgressRow(Base):
+    """A job's training progress (tide.efficiency.Progress as JSON), written by
+    its step reports; user and account are copied for per-account figures."""
+
+    __tablename__ = "job_progress"
+
+    job_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True
+    )
+    user: Mapped[str] = mapped_column(String(128), index=True)
+    account: Mapped[str] = mapped_column(String(128), index=True)
+    updated: Mapped[float] = mapped_column(Float, index=True)
+    data: Mapped[str] = mapped_column(Text, default="{}")

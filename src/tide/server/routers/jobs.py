@@ -13,6 +13,7 @@ from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
 from tide.server.errors import ApiError, bad_request
 from tide.server.schemas import BatchBody, NotifyBody, SubmitBody, UpdateBody
+from tide.server.services import efficiency as eff
 from tide.server.services import jobs as svc
 from tide.server.services import submit as submitting
 from tide.store.jobs import ACTIVE, JobFilter
@@ -84,6 +85,9 @@ def list_jobs(
     format: Annotated[
         str, Query(description="'objects', 'columns' (compact), 'squeue' or 'squeue-start' (text)")
     ] = "objects",
+    efficiency: Annotated[
+        bool, Query(description="objects: add each job's training efficiency (or null)")
+    ] = False,
 ) -> Response:
     if format in ("squeue", "squeue-start"):
         text = svc.queue_text(
@@ -124,6 +128,10 @@ def list_jobs(
         body = {"columns": cols, "rows": rows}
     else:
         body = {"jobs": [views.queue_item(tuple(r)) for r in rows]}
+        if efficiency:
+            figures = eff.for_ids(ctl_of(request), [j["id"] for j in body["jobs"]])
+            for j in body["jobs"]:
+                j["efficiency"] = figures.get(j["id"])
     # json.dumps directly: a 100,000-job queue must not go through response models
     return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
 

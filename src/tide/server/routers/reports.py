@@ -47,3 +47,18 @@ def usage_report(
         end if end is not None else now,
         by,
     )
+
+
+@router.get("/efficiency", summary="Training efficiency per account (tokens/s, step time, MFU)")
+def efficiency(
+    request: Request,
+    p: Who,
+    since: Annotated[
+        float | None, Query(description="epoch: jobs that reported since; default all")
+    ] = None,
+    account: Annotated[list[str] | None, Query()] = None,
+) -> dict[str, Any]:
+    from tide.server.services import efficiency as eff
+
+    accounts = tuple(a for x in account or () for a in x.split(",") if a)
+    return {"accounts": eff.by_account(ctl_of(request), p, since, accounts)}

@@ -20,6 +20,7 @@ from tide.server import views
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, conflict, forbidden, not_found
 from tide.server.schemas import NotifyBody, UpdateBody
+from tide.server.services import efficiency
 from tide.server.services.lifecycle import LIVE, REQUEUE, requeue_values
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -71,7 +72,13 @@ def show(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
         by_job: dict[int, list[Any]] = {}
         for a in atts:
             by_job.setdefault(a.job_id, []).append(a)
-        return [views.job_full(r, jobrepo.events(s, r.id), by_job.get(r.id, [])) for r in rows]
+        now = time.time()
+        out = []
+        for r in rows:
+            d = views.job_full(r, jobrepo.events(s, r.id), by_job.get(r.id, []))
+            d["efficiency"] = efficiency.job_view(ctl, s, r, now)
+            out.append(d)
+        return out
 
 
 def listing(ctl: Any, who: Principal, f: jobrepo.JobFilter) -> tuple[list[str], list[list[Any]]]:
@@ -447,6 +454,8 @@ def notify(ctl: Any, who: Principal, text: str, body: NotifyBody) -> dict[str, A
         values = _progress(row, body, now)
         if values:
             jobrepo.transition(s, row.id, [row.state], None, now, values)
+        if body.event == "step":
+            efficiency.record_step(s, row, body, values["last_step"], now)
         if body.event == "checkpoint":
             jobrepo.add_event(
                 s,
