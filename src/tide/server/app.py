@@ -16,6 +16,7 @@ from fastapi import FastAPI
 import tide
 from tide.server import errors
 from tide.server.controller import Controller
+from tide.server.dashboard import router as dashboard
 from tide.server.routers import admin, jobs, meta, nodes, reports, reservations, services
 from tide.server.settings import Settings
 
@@ -49,6 +50,7 @@ def create_app(settings: Settings, controller: Controller | None = None, **ctl_k
         reports.router,
         reservations.router,
         services.router,
+        dashboard.router,
     ):
         app.include_router(r)
     return app

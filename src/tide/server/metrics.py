@@ -21,15 +21,33 @@ class _Collector:
     def collect(self) -> Iterator[Any]:
         ctl = self.ctl
         states: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        by_account: Counter[str] = Counter()
         gpus = 0
         for e in ctl.active.snapshot_entries():
             states[e.meta.state] += 1
+            if e.meta.state == "PENDING":
+                reasons[e.meta.reason] += 1
             if e.running is not None:
                 gpus += e.running.alloc.gpu_count
+                by_account[e.job.account] += e.running.alloc.gpu_count
         g = GaugeMetricFamily("tide_jobs", "Active jobs by state", labels=["state"])
         for st in ("PENDING", "RUNNING", "COMPLETING", "SUSPENDED"):
             g.add_metric([st], states.get(st, 0))
         yield g
+        r = GaugeMetricFamily(
+            "tide_jobs_pending_reason", "Pending jobs by pending reason", labels=["reason"]
+        )
+        for reason, n in sorted(reasons.items()):
+            r.add_metric([reason], n)
+        yield r
+        a = GaugeMetricFamily(
+            "tide_account_gpus_allocated", "GPUs held by live jobs per account", labels=["account"]
+        )
+        for account, n in sorted(by_account.items()):
+            a.add_metric([account], n)
+        yield a
+        yield from _nodes(ctl)
         yield GaugeMetricFamily("tide_gpus_allocated", "GPUs held by live jobs", value=gpus)
         yield GaugeMetricFamily(
             "tide_gpus_total", "GPUs in the cluster", value=ctl.cluster.total_gpus
@@ -64,6 +82,19 @@ class _Collector:
             from tide.serve.metrics import collect
 
             yield from collect(ctl.services)
+
+
+def _nodes(ctl: Any) -> Iterator[Any]:
+    """Nodes by administrative state (IDLE, DRAIN, DOWN, ...), as the controller holds it."""
+    with ctl.lock:
+        states = dict(ctl.node_states)
+    counts: Counter[str] = Counter(
+        str(states.get(n.name, (str(n.state), ""))[0]) for n in ctl.cluster.nodes
+    )
+    g = GaugeMetricFamily("tide_nodes", "Nodes by administrative state", labels=["state"])
+    for st, n in sorted(counts.items()):
+        g.add_metric([st], n)
+    yield g
 
 
 def render(ctl: Any) -> bytes:

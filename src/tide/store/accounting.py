@@ -109,3 +109,18 @@ def report(session: Session, start: float, end: float, now: float) -> list[Repor
     for key, line in lines.items():
         line.jobs = len(jobs[key])
     return sorted(lines.values(), key=lambda x: (x.account, x.user, x.gpu_type))
+
+
+def attempts_between(
+    session: Session, start: float, end: float, users: tuple[str, ...] = ()
+) -> list[AttemptRow]:
+    """Attempts with GPUs that overlap [start, end) (running ones included),
+    of these users only when given."""
+    stmt = select(AttemptRow).where(
+        AttemptRow.start_time < end,
+        or_(AttemptRow.end_time.is_(None), AttemptRow.end_time > start),
+        AttemptRow.gpus > 0,
+    )
+    if users:
+        stmt = stmt.where(AttemptRow.user.in_(users))
+    return list(session.scalars(stmt))
