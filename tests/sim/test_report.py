@@ -98,3 +98,44 @@ def test_account_shares_use_only_samples_with_account_figures() -> None:
              for a, (p, g) in series.items()}  # fmt: skip
     assert share["research"].tolist() == [100.0, 50.0]
     assert share["prod"].tolist() == [0.0, 50.0]
+
+
+def _many_accounts(n: int, shift: float) -> RunData:
+    """n accounts g1..gn, account gk running one k-GPU job (so g1 is the smallest)."""
+    res = [
+        JobResult(k, f"j{k}", "u", f"g{k}", gpus=k, nodes=1, submit=0, start=shift,
+                  end=shift + 100 * k, state="COMPLETED")
+        for k in range(1, n + 1)
+    ]  # fmt: skip
+    return RunData(res, capacity_gpus=sum(range(1, n + 1)))
+
+
+def test_accounts_beyond_the_top_ten_fold_into_others() -> None:
+    html = render_report({"a": _many_accounts(252, 0), "b": _many_accounts(252, 50)})
+    labels = re.findall(r"<td>share (.+?) \(achieved / target\)", html)
+    # the biggest 10, in natural order (g243 ... g252), then the 242 others in one row
+    assert labels == [f"g{k}" for k in range(243, 253)] + ["others (242 accounts)"]
+    assert html.count("account g") == 10 and ">others</text>" in html  # one chart for the rest
+
+
+def test_one_unit_per_row_best_marked_and_a_scenario_header() -> None:
+    fast, slow = _run(0), _run(7200)  # slow waits two hours longer
+    html = render_report({"fast": fast, "slow": slow}, scenario={"scenario": "mini"},
+                         price=2.0, mfu=0.5)  # fmt: skip
+    row = re.search(r"<td>max wait</td>(.*?)</tr>", html).group(1)  # type: ignore[union-attr]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    assert cells == ["0.0 h ★", "2.0 h"]  # the same unit in every cell of the row
+    util = re.search(r"<td>utilization</td>(.*?)</tr>", html).group(1)  # type: ignore[union-attr]
+    assert util.count("★") == 1
+    jobs = re.search(r"<td>jobs</td>(.*?)</tr>", html).group(1)  # type: ignore[union-attr]
+    assert "★" not in jobs  # no better or worse
+    assert '<table class="scenario"><tr><th>scenario</th><td>mini</td></tr>' in html
+    assert "<th>cluster</th><td>t: 4 nodes, 32 GPUs" in html and "<th>jobs</th><td>3</td>" in html
+    for section in ("Queue phases", "Utilization and fragmentation", "Share", "Recovery", "Cost",
+                    "Efficiency"):  # fmt: skip
+        assert f'<tr class="group"><th colspan="3">{section}</th></tr>' in html
+    cost = re.search(r"<td>cost</td>(.*?)</tr>", html).group(1)  # type: ignore[union-attr]
+    assert "GPU" not in cost and re.search(r"\d+\.\d\d", cost)
+    assert "MFU incl. overheads" in html and "goodput" in html
+    plain = render_report({"fast": fast, "slow": slow})
+    assert "<td>cost</td>" not in plain  # no price, no cost rows (GPU-hours only)

@@ -63,6 +63,17 @@ BfInterval = Annotated[
 ]
 Mtbf = Annotated[float | None, typer.Option(help="Mean time between failures per node (s).")]
 Mttr = Annotated[float, typer.Option(help="Mean time to repair (s).")]
+Price = Annotated[
+    float | None,
+    typer.Option("--price", help="Price of a GPU-hour: adds cost rows to the report.", min=0),
+]
+Mfu = Annotated[
+    float | None,
+    typer.Option(
+        "--mfu", help="Steady MFU of the jobs (0-1): the report adds MFU incl. overheads.",
+        min=0, max=1,
+    ),
+]
 FaultsFile = Annotated[
     Path | None,
     typer.Option(
@@ -90,6 +101,22 @@ class Replay:
     mtbf: float | None
     mttr: float
     faults: Path | None
+    price: float | None
+    mfu: float | None
+
+    def facts(self, inputs: SimInputs, faults: int) -> dict[str, str]:
+        """The report's scenario header."""
+        out = {"scenario": inputs.name, "workload": self.workload or f"scenario {self.scenario}"}
+        out["scheduler"] = f"backfill {inputs.config.backfill}, order {inputs.config.order}"
+        out["seed"] = str(self.seed)
+        out["node failures"] = str(faults) if faults else "none"
+        if self.price is not None:
+            out["price"] = f"{self.price:g} per GPU-hour"
+        if self.mfu is not None:
+            out["steady MFU"] = f"{100 * self.mfu:g} %"
+        if inputs.notes:
+            out["notes"] = "; ".join(inputs.notes)
+        return out
 
 
 # (name, type with its typer.Option, default), in the order --help lists them
@@ -99,6 +126,7 @@ _REPLAY_OPTIONS: list[tuple[str, Any, Any]] = [
     ("backfill", Backfill, None), ("order", Order, None), ("swf_filter", SwfFilter, "strong"),
     ("estimates", Estimates, "user"), ("gpus_per_node", Gpn, 1), ("bf_interval", BfInterval, None),
     ("mtbf", Mtbf, None), ("mttr", Mttr, 3600.0), ("faults", FaultsFile, None),
+    ("price", Price, None), ("mfu", Mfu, None),
 ]  # fmt: skip
 
 
@@ -245,7 +273,7 @@ def run_cmd(
     faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
     run = _run(inputs, policy, r.backfill, r.order, r.bf_interval, faults)
     write_policy_outputs(out, run)
-    write_comparison(out, inputs, [run])
+    write_comparison(out, inputs, [run], r.facts(inputs, len(faults)), r.price, r.mfu)
     Console().print(_table([run]))
     console.print(f"wrote {out}/jobs.csv, metrics.json, report.html")
 
@@ -288,7 +316,7 @@ def compare_cmd(
         run = _run(inputs, name, r.backfill, r.order, r.bf_interval, fault_list)
         write_policy_outputs(out / name, run)
         runs.append(run)
-    write_comparison(out, inputs, runs)
+    write_comparison(out, inputs, runs, r.facts(inputs, len(fault_list)), r.price, r.mfu)
     Console().print(_table(runs))
     console.print(f"wrote {out}/comparison.json, {out}/report.html and one folder per policy")
 

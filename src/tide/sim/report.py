@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -22,6 +22,7 @@ import numpy as np
 from tide.hostlist import HostlistError, expand, parse_index_ranges
 from tide.model import Cluster
 from tide.sim.metrics import SIZE_CLASSES, JobResult, Sample, compute_metrics, size_classes
+from tide.sim.report_table import metrics_table, natural_key, report_figures, top_accounts
 from tide.sim.svg import PALETTE, Chart, Series, heat_strip, legend
 from tide.sim.table import Placement, ResultTable, Timeline
 
@@ -31,7 +32,7 @@ except ImportError:  # not built: numpy computes the occupancy
     _countsim = None  # type: ignore[assignment]
 
 SECTIONS = (
-    ("metrics", "Metrics"),
+    ("metrics", "Metrics: queue phases, fragmentation, share, recovery, cost, efficiency"),
     ("utilization", "Utilization and queue length"),
     ("wait-cdf", "Wait time by job size"),
     ("shares", "Account shares against targets"),
@@ -158,73 +159,32 @@ def _time_unit(span: float) -> tuple[float, str]:
 # ---------------------------------------------------------------- sections
 
 
-def _fmt_seconds(v: float | None) -> str:
-    if v is None:
-        return "–"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if abs(v) >= 2 * size:
-            return f"{v / size:,.1f} {unit}"
-    return f"{v:,.1f} s"
+def _metrics_table(runs: list[_Run], price: float | None, currency: str,
+                   mfu: float | None) -> str:  # fmt: skip
+    figures = [{**r.metrics, "report": report_figures(r.metrics, r.table, price, mfu)}
+               for r in runs]  # fmt: skip
+    return metrics_table([r.name for r in runs], [r.color for r in runs], figures, currency)
 
 
-def _fmt_pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f} %"
-
-
-def _fmt_num(v: float | None) -> str:
-    if v is None:
-        return "–"
-    return f"{v:,}" if isinstance(v, int) else f"{v:,.3f}"
-
-
-def _dig(m: Mapping[str, Any], path: str) -> Any:
-    cur: Any = m
-    for part in path.split("."):
-        cur = cur.get(part) if isinstance(cur, Mapping) else None
-    return cur
-
-
-_ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
-    ("jobs", "jobs", _fmt_num),
-    ("jobs completed", "jobs_completed", _fmt_num),
-    ("jobs never started", "jobs_never_started", _fmt_num),
-    ("jobs deadlocked", "jobs_deadlocked", _fmt_num),
-    ("utilization", "utilization", _fmt_pct),
-    ("effective utilization", "effective_utilization", _fmt_pct),
-    ("fragmentation", "fragmentation", _fmt_pct),
-    ("mean wait", "mean_wait", _fmt_seconds),
-    ("p50 wait", "p50_wait", _fmt_seconds),
-    ("p95 wait", "p95_wait", _fmt_seconds),
-    ("p99 wait", "p99_wait", _fmt_seconds),
-    ("max wait", "max_wait", _fmt_seconds),
-    *[(f"mean wait, {c} GPUs", f"wait_by_size.{c}.mean", _fmt_seconds) for c, _, _ in
-      SIZE_CLASSES],
-    ("mean bounded slowdown", "mean_bsld", _fmt_num),
-    ("mean flow time", "mean_flow", _fmt_seconds),
-    ("makespan", "makespan", _fmt_seconds),
-    ("GPU-hours held idle", "held_idle_gpu_hours", _fmt_num),
-    ("GPU-hours lost", "lost_gpu_hours", _fmt_num),
-    ("fairness (Jain)", "fairness.jain", _fmt_num),
-    ("leaf switches per multi-node job", "topology.mean_leaf_switches", _fmt_num),
-    ("multi-node jobs on fewest leaves", "topology.on_fewest_leaves", _fmt_pct),
-]  # fmt: skip
-
-
-def _metrics_table(runs: list[_Run]) -> str:
-    head = "".join(f'<th style="color:{r.color}">{escape(r.name)}</th>' for r in runs)
-    rows = [f"<tr><th>metric</th>{head}</tr>"]
-    for label, path, f in _ROWS:
-        cells = "".join(f"<td>{escape(f(_dig(r.metrics, path)))}</td>" for r in runs)
-        rows.append(f"<tr><td>{escape(label)}</td>{cells}</tr>")
-    accounts = sorted({a for r in runs for a in (_dig(r.metrics, "fairness.accounts") or {})})
-    for a in accounts:
-        cells = ""
-        for r in runs:
-            s = _dig(r.metrics, f"fairness.accounts.{a}") or {}
-            tgt = s.get("target")
-            cells += f"<td>{_fmt_pct(s.get('achieved'))} / {_fmt_pct(tgt)}</td>"
-        rows.append(f"<tr><td>share {escape(a)} (achieved / target)</td>{cells}</tr>")
-    return '<table class="metrics">' + "".join(rows) + "</table>"
+def _scenario(runs: list[_Run], scenario: Mapping[str, str] | None, t0: float, t1: float) -> str:
+    """What was replayed: the caller's facts (scenario, workload, notes), then the
+    cluster, the jobs, the window and the policies compared."""
+    facts = dict(scenario or {})
+    c = runs[0].data.cluster
+    if c is not None:
+        leaves = sum(1 for s in c.topology.switches if s.is_leaf)
+        types = sorted({n.gpu_type() for n in c.nodes if n.gpu_count and n.gpu_type()})
+        facts.setdefault("cluster", f"{c.name}: {len(c.nodes):,} nodes, {c.total_gpus:,} GPUs"
+                         + (f" ({', '.join(types)})" if types else "")
+                         + (f", {leaves} leaf switches" if leaves else ""))  # fmt: skip
+    else:
+        facts.setdefault("cluster", f"{runs[0].data.capacity_gpus:,} GPUs")
+    facts.setdefault("jobs", f"{len(runs[0].table):,}")
+    hours = (t1 - t0) / 3600
+    facts.setdefault("window", f"{hours / 24:,.1f} days" if hours >= 48 else f"{hours:,.1f} hours")
+    facts.setdefault("policies", ", ".join(r.name for r in runs))
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts.items())
+    return f'<table class="scenario">{rows}</table>'
 
 
 def _util_queue(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str:
@@ -294,9 +254,11 @@ def _wait_cdf(runs: list[_Run]) -> str:
 def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str:
     mids = ((edges[:-1] + edges[1:]) / 2 / unit).tolist()
     views = [_with_accounts(r.timeline) for r in runs]
-    series_of = [series for _, _, series in views]
-    accounts = sorted({a for s in series_of for a in s})
-    targets = _dig(runs[0].metrics, "fairness.accounts") or {}
+    series_of = [_fold_others(series, set(top_accounts([r.metrics for r in runs])))
+                 for _, _, series in views]  # fmt: skip
+    accounts = sorted({a for s in series_of for a in s}, key=lambda a: (a == OTHERS,
+                      natural_key(a)))  # fmt: skip
+    targets = (runs[0].metrics.get("fairness") or {}).get("accounts") or {}
     den = [step_bins(t, alloc.astype(float), edges) for t, alloc, _ in views]
     grids = [StepGrid(t, edges) for t, _, _ in views]
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -310,9 +272,10 @@ def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str
             ys = [v if d > 0 else None for v, d in zip(share.tolist(), (d_all > 0).tolist(),
                                                        strict=True)]  # fmt: skip
             series.append(Series(r.name, r.color, mids, ys))
-        tgt = (targets.get(a) or {}).get("target")
+        tgt = (targets.get(a) or {}).get("target") if a != OTHERS else None
         lines = [(100 * tgt, "#333", f"target {100 * tgt:.0f} %")] if tgt else []
-        charts.append(Chart(f"account {a}", f"time ({uname})", "% of allocated GPUs",
+        name = a if a == OTHERS else f"account {a}"
+        charts.append(Chart(name, f"time ({uname})", "% of allocated GPUs",
                             edges[0] / unit, edges[-1] / unit, 0, 100, width=360,
                             series=series, hlines=lines).svg())  # fmt: skip
     if not charts:
@@ -321,6 +284,20 @@ def _shares(runs: list[_Run], edges: np.ndarray, unit: float, uname: str) -> str
 
 
 _Series = dict[str, tuple[np.ndarray, np.ndarray]]
+OTHERS = "others"
+
+
+def _fold_others(series: _Series, keep: set[str]) -> _Series:
+    """Accounts outside `keep` summed into one "others" series (same sample
+    positions: rising indices and GPUs, added where they coincide)."""
+    rest = [v for a, v in series.items() if a not in keep]
+    out = {a: v for a, v in series.items() if a in keep}
+    if rest:
+        pos = np.concatenate([p for p, _ in rest])
+        gpus = np.concatenate([g for _, g in rest])
+        uniq, inv = np.unique(pos, return_inverse=True)
+        out[OTHERS] = (uniq, np.bincount(inv, weights=gpus).astype(np.int64))
+    return out
 
 
 def _with_accounts(tl: Any) -> tuple[np.ndarray, np.ndarray, _Series]:
@@ -494,11 +471,25 @@ h2{font-size:17px;margin-top:30px;border-bottom:1px solid #ddd;padding-bottom:4p
 table.metrics{border-collapse:collapse;font-size:13px}
 table.metrics td,table.metrics th{border:1px solid #ddd;padding:3px 10px;text-align:right}
 table.metrics td:first-child,table.metrics th:first-child{text-align:left}
+table.metrics tr.group th{text-align:left;background:#f0f3f8}
+table.metrics td.best{font-weight:700;background:#eaf6ea}
+table.scenario{border-collapse:collapse;font-size:13px;margin-bottom:8px}
+table.scenario th{text-align:left;padding:2px 12px 2px 0;color:#555;font-weight:600}
 p.note{font-size:13px;color:#555}
 """
 
 
-def render_report(runs: Mapping[str, RunData], title: str = "tide twin report") -> str:
+def render_report(
+    runs: Mapping[str, RunData],
+    title: str = "tide twin report",
+    scenario: Mapping[str, str] | None = None,
+    price: float | None = None,
+    currency: str = "",
+    mfu: float | None = None,
+) -> str:
+    """The page. `scenario`: facts for the header (name, workload, notes...);
+    `price` per GPU-hour (in `currency`) adds the cost rows; `mfu`, a steady
+    MFU the workload's jobs reach, adds MFU including overheads."""
     if not runs:
         raise ValueError("write_report needs at least one run")
     rs = _prepare(runs)
@@ -513,7 +504,9 @@ def render_report(runs: Mapping[str, RunData], title: str = "tide twin report") 
     edges = np.linspace(t0, t1, 241)
     keys = legend([(r.name, r.color) for r in rs])
     body = {
-        "metrics": _metrics_table(rs),
+        "metrics": _metrics_table(rs, price, currency, mfu)
+        + '<p class="note">★ marks the best value of a row; every figure is defined in '
+        "docs/twin-metrics.md.</p>",
         "utilization": keys + _util_queue(rs, edges, unit, uname),
         "wait-cdf": keys + _wait_cdf(rs) + '<p class="note">Share of all jobs of the class '
         "that started within the wait; a curve that ends below 1 means jobs never started.</p>",
@@ -526,11 +519,10 @@ def render_report(runs: Mapping[str, RunData], title: str = "tide twin report") 
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
         f"</title><style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
-        f'<p class="note">Policies: {", ".join(escape(r.name) for r in rs)}. Every figure is '
-        f"defined in docs/twin-metrics.md.</p><p>{toc}</p>{''.join(parts)}</body></html>\n"
+        f"{_scenario(rs, scenario, t0, t1)}<p>{toc}</p>{''.join(parts)}</body></html>\n"
     )
 
 
-def write_report(path: str | Path, runs: Mapping[str, RunData], title: str = "tide twin report"
-                 ) -> None:  # fmt: skip
-    Path(path).write_text(render_report(runs, title), encoding="utf-8")
+def write_report(path: str | Path, runs: Mapping[str, RunData], title: str = "tide twin report",
+                 **kw: Any) -> None:  # fmt: skip
+    Path(path).write_text(render_report(runs, title, **kw), encoding="utf-8")

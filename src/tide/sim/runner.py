@@ -326,7 +326,14 @@ def write_policy_outputs(out: Path, run: PolicyRun) -> None:
     write_metrics_json(out / "metrics.json", run.metrics)
 
 
-def write_comparison(out: Path, inputs: SimInputs, runs: list[PolicyRun]) -> None:
+def write_comparison(
+    out: Path,
+    inputs: SimInputs,
+    runs: list[PolicyRun],
+    facts: Mapping[str, str] | None = None,
+    price: float | None = None,
+    mfu: float | None = None,
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data = {"scenario": inputs.name, "policies": {r.policy: r.metrics for r in runs}}
     (out / "comparison.json").write_text(metrics_json(data), encoding="utf-8")
@@ -344,6 +351,9 @@ def write_comparison(out: Path, inputs: SimInputs, runs: list[PolicyRun]) -> Non
             for r in runs
         },
         title=f"tide twin: {inputs.name}",
+        scenario=facts or {"scenario": inputs.name},
+        price=price,
+        mfu=mfu,
     )
 
 
