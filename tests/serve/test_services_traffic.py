@@ -1,0 +1,112 @@
+"""Services under live traffic (local executor, real processes): a traffic step
+quiet -> 5x -> quiet scales replicas up and back down; a rolling restart, a
+scale-down and a replica killed mid-request drop no request."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import httpx
+import pytest
+from conftest import REPLICA
+from loadgen import Load
+from serverproc import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def doc(name: str, **over: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "command": f"{sys.executable} {REPLICA}",
+        "resources": {"gpus": 1},
+        "readinessProbe": {"path": "/health", "periodSeconds": 0.5, "failureThreshold": 2},
+        "drainSeconds": 20,
+        "env": {"PYTHONUNBUFFERED": "1"},
+    }
+    spec.update(over)
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def status(c: httpx.Client, name: str) -> dict[str, Any]:
+    r = c.get(f"/v1/services/{name}")
+    r.raise_for_status()
+    return r.json()
+
+
+def live(s: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in s["replicas"] if r["state"] not in ("Stopped", "Failed")]
+
+
+def test_traffic_step_scales_up_and_back_down_without_failures(served: Any) -> None:
+    auto = {
+        "minReplicas": 1, "maxReplicas": 6, "targetInFlight": 1, "periodSeconds": 1,
+        "scaleDownStabilizationSeconds": 8,
+    }  # fmt: skip
+    with served.client(served.tokens["alice"]) as c:
+        r = c.post("/v1/services", json={"service": doc("step", autoscaling=auto),
+                                         "cwd": str(served.work)})  # fmt: skip
+        assert r.status_code == 201, r.text
+        url = r.json()["url"]
+        wait_for("the first replica ready", lambda: status(c, "step")["ready"] == 1, 90)
+        load = Load(url, workers=5, path="/work?ms=200", active=1).start()
+        try:
+            time.sleep(3)  # quiet: one client, one replica is enough
+            assert status(c, "step")["desired"] == 1
+            load.active = 5  # 5x
+            s = wait_for("at least 3 ready replicas under 5x load",
+                         lambda: (x := status(c, "step"))["ready"] >= 3 and x, 120)  # fmt: skip
+            ups = [e for e in s["events"] if e["kind"] == "scale" and "in flight" in e["message"]]
+            assert ups, s["events"]
+            # scale-up latency, decision -> ready, is measured per replica
+            took = [x["ready_after"] for x in live(s) if x["ready_after"] is not None]
+            assert took and all(0 < t < 120 for t in took)
+            time.sleep(2)
+            load.active = 1  # quiet again: back to one replica after the 8 s window
+            wait_for("back to 1 replica", lambda: status(c, "step")["desired"] == 1, 90)
+            wait_for("extra replicas drained and stopped",
+                     lambda: len(live(status(c, "step"))) == 1, 90)  # fmt: skip
+            time.sleep(1)
+        finally:
+            load.stop()
+        assert load.failures() == [], load.failures()[:5]
+        assert load.codes()[200] > 50
+        c.delete("/v1/services/step")
+
+
+def test_rollout_scale_down_and_a_dead_replica_drop_no_request(served: Any) -> None:
+    with served.client(served.tokens["alice"]) as c:
+        r = c.post("/v1/services", json={"service": doc("roll", replicas=3),
+                                         "cwd": str(served.work)})  # fmt: skip
+        url = r.json()["url"]
+        wait_for("3 ready replicas", lambda: status(c, "roll")["ready"] == 3, 120)
+        load = Load(url, workers=4, path="/work?ms=50", active=4).start()
+        try:
+            time.sleep(1)
+            # a rolling restart: new replicas come up before old ones drain
+            assert c.post("/v1/services/roll/rollout", json={"restart": True}).status_code == 200
+            wait_for("the rollout done",
+                     lambda: c.get("/v1/services/roll/rollout").json()["done"], 180)  # fmt: skip
+            s = status(c, "roll")
+            assert {x["generation"] for x in live(s)} == {2}
+            # a replica killed while it holds requests: they are retried elsewhere
+            pid = httpx.get(url + "/work", timeout=30).json()["pid"]
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(2)
+            wait_for("a replacement ready", lambda: status(c, "roll")["ready"] == 3, 120)
+            # scale down under load: the extra replicas drain first
+            assert c.post("/v1/services/roll/scale", json={"replicas": 1}).status_code == 200
+            wait_for("one replica left", lambda: len(live(status(c, "roll"))) == 1, 90)
+            time.sleep(1)
+        finally:
+            load.stop()
+        assert load.failures() == [], load.failures()[:5]
+        s = status(c, "roll")
+        failed = [x for x in s["replicas"] if x["state"] == "Failed"]
+        assert len(failed) == 1, failed  # the killed one, replaced
+        assert failed[0]["reason"].startswith("job "), failed
+        assert s["traffic"]["retries"] >= 1  # its requests went to another replica
+        c.delete("/v1/services/roll")
