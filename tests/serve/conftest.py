@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,18 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
-HERE = Path(__file__).resolve().parent
-REPLICA = HERE / "replica_app.py"
-
-
-def kill_routers(data_dir: Path) -> None:
-    """Routers outlive the server on purpose; tests must not leave them behind."""
-    for state in (data_dir / "services").glob("*/router.json"):
-        try:
-            pid = int(json.loads(state.read_text())["pid"])
-            os.kill(pid, signal.SIGTERM)
-        except (OSError, ValueError, KeyError):
-            pass
+from svc_support import delete_all, kill_routers
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +43,3 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         finally:
             srv.stop()
             kill_routers(d / "data")
-
-
-def delete_all(srv: object, timeout: float = 60.0) -> None:
-    """Delete every service and wait until its replicas are gone (they are jobs
-    under supervisors that would outlive the server)."""
-    import time
-
-    with srv.client() as c:  # type: ignore[attr-defined]
-        for s in c.get("/v1/services").json()["services"]:
-            c.delete(f"/v1/services/{s['name']}")
-        deadline = time.time() + timeout
-        while time.time() < deadline and c.get("/v1/services").json()["services"]:
-            time.sleep(0.2)
-        for j in c.get("/v1/jobs", params={"state": "PENDING,RUNNING"}).json()["jobs"]:
-            c.post(f"/v1/jobs/{j['job_id']}/cancel")

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REPLICA
 from serverproc import wait_for
+from svc_support import REPLICA
 
 from tide.serve.spec import SpecError, parse_service
 
@@ -78,10 +78,24 @@ def test_bad_specs_name_the_field_and_the_fix(doc, field, words):
 
 
 def test_spec_keys_in_both_cases_and_the_flat_form():
-    camel, _ = parse_service(spec("a", autoscaling={"maxReplicas": 4, "targetInFlight": 2,
-                                                    "schedule": [{"at": "08:00", "min": 2}]}))
-    snake, _ = parse_service({"name": "a", "command": "x", "resources": {"memory": "2G"},
-                              "autoscaling": {"max_replicas": 4, "target_in_flight": 2}})
+    camel, _ = parse_service(
+        spec(
+            "a",
+            autoscaling={
+                "maxReplicas": 4,
+                "targetInFlight": 2,
+                "schedule": [{"at": "08:00", "min": 2}],
+            },
+        )
+    )
+    snake, _ = parse_service(
+        {
+            "name": "a",
+            "command": "x",
+            "resources": {"memory": "2G"},
+            "autoscaling": {"max_replicas": 4, "target_in_flight": 2},
+        }
+    )
     assert camel.autoscaling.max_replicas == snake.autoscaling.max_replicas == 4
     assert camel.autoscaling.schedule is not None
     assert camel.autoscaling.schedule.minimum_at(9 * 3600.0) == 2
@@ -126,6 +140,7 @@ def test_a_service_runs_replicas_as_jobs_and_routes_to_ready_ones(served: Any) -
         seen = {httpx.get(url + "/work", timeout=30).json()["replica"] for _ in range(8)}
         assert len(seen) == 2  # least outstanding with rotating ties: both get traffic
         assert any("ready" in e["message"] for e in s["events"])
+
         def scraped() -> str | None:
             text = httpx.get(served.url + "/metrics").text
             wanted = 'tide_service_requests_total{code="2xx",service="hello"}'

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REPLICA
 from loadgen import Load
 from serverproc import wait_for
+from svc_support import REPLICA
 
 pytestmark = pytest.mark.slow
 
