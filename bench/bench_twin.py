@@ -146,7 +146,7 @@ def child_general(scenario: str, policy: str, budget: str) -> None:
             fed += 1
             yield job
 
-    def progress(t: float) -> None:
+    def progress(t: float, done: int, submitted: int) -> None:
         nonlocal last_t
         last_t = t
 

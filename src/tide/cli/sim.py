@@ -11,7 +11,6 @@ from typing import Annotated, Any, get_type_hints
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tide.sim.faults import Fault, read_faults
@@ -200,19 +199,12 @@ def _run(
             f"[red]error:[/red] {e} (backfill: none|easy|conservative; order: priority|fcfs|sjf)"
         )
         raise typer.Exit(1) from None
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("virtual t={task.fields[t]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"{policy}", total=None, t="0")
+    from tide.cli.sim_progress import watch
+    from tide.sim.runner import expected_jobs
+
+    with watch(console, policy, expected_jobs(inputs)) as progress:
         try:
-            run = run_policy(
-                inputs, policy, cfg, faults, progress=lambda t: bar.update(task, t=f"{t:,.0f}s")
-            )
+            run = run_policy(inputs, policy, cfg, faults, progress=progress)
         except ValueError as e:
             console.print(f"[red]error:[/red] {e}")
             raise typer.Exit(1) from None

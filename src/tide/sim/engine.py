@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tide.hostlist import compress, index_ranges
@@ -44,6 +44,7 @@ from tide.sched.types import (
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.predict import Predictor
+from tide.sim.progress import ProgressFn
 from tide.sim.workload.base import SimJob
 
 # event kinds, in tie order at equal times
@@ -97,7 +98,7 @@ class Engine:
     faults: list[Fault] = field(default_factory=list)
     requeue_default: bool = True
     index: ClusterIndex | None = None
-    progress: Callable[[float], None] | None = None
+    progress: ProgressFn | None = None  # (virtual time, jobs ended, jobs submitted)
     quotas: QuotaTree | None = None  # Kueue-style quotas (Snapshot.quotas)
 
     def __post_init__(self) -> None:
@@ -166,8 +167,10 @@ class Engine:
             if run_cycle:
                 self._cycle(t, backfill)
             self._sample(t)
-            if self.progress is not None and self.events % 4096 == 0:
-                self.progress(t)
+            if self.progress is not None and (backfill or not self.events & 1023):
+                self.progress(t, len(self.finished), len(self.results))
+        if self.progress is not None:
+            self.progress(t, len(self.finished), len(self.results))
         return self._output()
 
     def _unpark_all(self, now: float) -> bool:

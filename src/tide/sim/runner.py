@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tide.model import AccountTree, Cluster
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
@@ -21,6 +23,7 @@ from tide.sim.count_fast import CountRun
 from tide.sim.faults import Fault, draw_faults
 from tide.sim.metrics import JobResult, Sample, compute_metrics
 from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
+from tide.sim.progress import ProgressFn
 from tide.sim.report import RunData, write_report
 from tide.sim.table import ResultTable, RowsOrColumns, Timeline
 from tide.sim.workload.base import SimJob, WorkloadError
@@ -213,6 +216,22 @@ def _openb(path: Path, cluster_spec: str | None) -> SimInputs:
     return SimInputs(path.name, cluster, SchedulerConfig(), AccountTree(), lambda: wl)
 
 
+def expected_jobs(inputs: SimInputs) -> int | None:
+    """How many jobs the workload holds, when that is cheap to know (for
+    progress): a sized collection, a parsed SWF log, or a JSONL file's job lines."""
+    jobs = inputs.jobs()
+    if isinstance(jobs, Sized):
+        return len(jobs)
+    columns = getattr(jobs, "columns", None)
+    if callable(columns):  # an SWF log: parsed once, and the run needs it anyway
+        return len(columns())
+    info = getattr(jobs, "info", None)
+    if info is not None and info.kind == "jsonl":
+        with open(info.source, "rb") as f:
+            return sum(1 for line in f if line.lstrip()[:1] == b"{")
+    return None
+
+
 def configure(
     base: SchedulerConfig, backfill: str | None, order: str | None, bf_interval: int | None
 ) -> SchedulerConfig:
@@ -231,7 +250,7 @@ def run_policy(
     policy: str,
     config: SchedulerConfig,
     faults: list[Fault] | None = None,
-    progress: Callable[[float], None] | None = None,
+    progress: ProgressFn | None = None,
 ) -> PolicyRun:
     cluster = copy.deepcopy(inputs.cluster)
     ix = build_index(cluster)
@@ -242,6 +261,8 @@ def run_policy(
         part = cluster.default_partition()
         try:
             run = _count_run(inputs, ix, config, part.name if part else "")
+            if progress is not None:  # the count driver runs in one go
+                _report_done(progress, run.table)
             return _finish(
                 inputs,
                 policy,
@@ -264,6 +285,12 @@ def run_policy(
         run.job_faults = out.job_faults
         run.metrics["jobs_not_evaluated"] = len(out.job_faults)
     return run
+
+
+def _report_done(progress: ProgressFn, table: ResultTable) -> None:
+    ends = table.end[~np.isnan(table.end)]
+    done = len(ends)
+    progress(float(ends.max()) if done else 0.0, done, len(table))
 
 
 def _count_run(
