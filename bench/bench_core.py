@@ -36,8 +36,8 @@ from tide.model import (
     UserAssoc,
 )
 from tide.model.sched_config import BackfillMode, PriorityWeights, SchedulerConfig
-from tide.sched.cycle import Scheduler
 from tide.sched.index import build_index
+from tide.sched.scheduler import Scheduler
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, NodeAlloc, Running, Snapshot
 from tide.testing.builders import gpu_node

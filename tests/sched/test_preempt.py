@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 from tide.model import AccountTree, Job, Partition, Qos
 from tide.model.sched_config import BackfillMode
 from tide.sched import schedule
-from tide.sched.cycle import Scheduler, _start_cycle
+from tide.sched.cycle import CycleMemo, open_cycle
 from tide.sched.eligibility import build_context
 from tide.sched.index import build_index
 from tide.sched.placement import Free, concrete, select_nodes
 from tide.sched.preempt_rules import Rules, main_mode, slurm_seconds
+from tide.sched.scheduler import Scheduler
 from tide.sched.types import Allocation, NodeAlloc, Reason, Running, Snapshot
 from tide.testing.builders import flat_cluster, job, running, snapshot, tree_cluster
 
@@ -253,7 +254,7 @@ def _fits_without(snap: Snapshot, job_id: int, gone: set[int]) -> bool:
     """The preemptor's whole gang fits once `gone` left (placement and binding)."""
     ix = build_index(snap.cluster)
     rest = replace(snap, running=[r for r in snap.running if r.job.id not in gone])
-    cyc = _start_cycle(rest, ix, None)
+    cyc = open_cycle(rest, ix, None, CycleMemo())
     j = next(j for j in snap.pending if j.id == job_id)
     ctx = build_context(j, rest, ix, cyc.usage, cyc.limits)
     u = cyc.usage

@@ -86,12 +86,19 @@ class AccountTree:
     accounts: dict[str, Account] = field(default_factory=dict)
     users: list[UserAssoc] = field(default_factory=list)
     qos: dict[str, Qos] = field(default_factory=lambda: {"normal": Qos("normal")})
+    # bumped by whoever edits the tree in place (`edited`), so caches built
+    # from it (the scheduling core's per-job contexts) know to start again
+    version: int = field(default=0, compare=False)
     _index: tuple[tuple[int, int], dict[tuple[str, str], UserAssoc]] | None = field(
         default=None, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
         self.accounts.setdefault("root", Account("root", parent=None))
+
+    def edited(self) -> None:
+        """Record an in-place change (a new tree needs no call)."""
+        self.version += 1
 
     def children(self, account: str) -> list[Account]:
         return [a for a in self.accounts.values() if a.parent == account]

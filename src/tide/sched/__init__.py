@@ -12,11 +12,16 @@ from typing import TYPE_CHECKING
 from tide.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from tide.sched.cycle import Scheduler, schedule
+    from tide.sched.scheduler import Scheduler, schedule
     from tide.sched.types import Decisions, Snapshot
 
 __all__ = ["Decisions", "Scheduler", "Snapshot", "schedule"]
-_HOME = {"Scheduler": "cycle", "schedule": "cycle", "Decisions": "types", "Snapshot": "types"}
+_HOME = {
+    "Scheduler": "scheduler",
+    "schedule": "scheduler",
+    "Decisions": "types",
+    "Snapshot": "types",
+}
 
 
 __getattr__ = lazy_names(__name__, _HOME, globals())

@@ -15,7 +15,7 @@ import numpy as np
 from tide.model import Job, Partition, Reservation
 from tide.sched.index import ClusterIndex
 from tide.sched.limits import LimitChecker, partition_reason
-from tide.sched.shape import Shape, shape_of
+from tide.sched.shape import Shape, shape_of, time_limit
 from tide.sched.state import Usage
 from tide.sched.types import Reason, Snapshot
 
@@ -60,8 +60,6 @@ def build_context(
 ) -> JobContext | None:
     """The job's context. `shared` (kept by the caller for one cycle) lets
     jobs asking for the same thing share node masks and partition checks."""
-    from tide.sched.cycle import time_limit
-
     req = job.request
     names = [job.partition] if job.partition else list(req.partitions)
     if not names:
@@ -69,7 +67,7 @@ def build_context(
         names = [default.name] if default else []
     parts = [snap.cluster.partition(n) for n in names]
     first = next((p for p in parts if p is not None), None)
-    shape = shape_of(req, time_limit(job, first, snap.config))
+    shape = shape_of(req, time_limit(job, first))
     user = job.user if req.reservation else ""  # reservations admit by user
     key = (
         tuple(names),

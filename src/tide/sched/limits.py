@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tide.model import AccountTree, Job, Limits, Partition
+from tide.sched.quota import QuotaLedger
 from tide.sched.shape import Shape
 from tide.sched.types import Reason
-
-if TYPE_CHECKING:
-    from tide.sched.quota import QuotaLedger
 
 GPU = "gres/gpu"
 

@@ -8,7 +8,7 @@ on a trial copy of the cycle's usage and the same placement (select_nodes,
 then GPU and core choice per node) must succeed there. A SUSPEND victim
 frees only its cores (its GPUs and memory stay held, as Slurm documents).
 
-Victim order (Cycle.victim_order):
+Victim order (Cycle.victim_order, a policy option):
 - "lost_work" (tide): add candidates cheapest first (GPU-seconds since their
   last checkpoint; ties: lower priority, younger, id) until the job fits,
   then drop every victim not needed (most expensive first). Done over the
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tide.model import Job, JobState, Partition
+from tide.model import AccountTree, Job, JobState, Partition
 from tide.sched import preempt_rules as rules_mod
+from tide.sched.cycle import PRIORITY_ORDER, Cycle
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
 from tide.sched.placement import Free, Pick, concrete, select_nodes
@@ -46,10 +46,6 @@ from tide.sched.types import (
     Reason,
     Running,
 )
-
-if TYPE_CHECKING:
-    from tide.model import AccountTree
-    from tide.sched.cycle import Cycle
 
 MAX_GROUPS = 64  # switch subtrees searched per preemptor (largest potential first)
 
@@ -314,7 +310,7 @@ def plan_reclaim(cyc: Cycle, job: Job) -> bool:
 def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Candidate]],
           ledger: QuotaLedger | None) -> bool:  # fmt: skip
     snap, job = cyc.snap, ctx.job
-    lost_work = cyc.victim_order != "priority"
+    lost_work = cyc.victim_order != PRIORITY_ORDER
     committed = [r for r in snap.running if snap.preempting.get(r.job.id) == job.id]
     for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
         trial = Trial(cyc, ctx, ledger)

@@ -26,10 +26,7 @@ per distinct key is done once and spread back with numpy.
 
 from __future__ import annotations
 
-import gc
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,8 +130,7 @@ def compute_priorities(
     """
     cfg = _Config.of(config)
     parts = partitions if partitions is not None else _partitions(cluster)
-    with _gc_paused():
-        g = _gather(jobs, cfg)
+    g = _gather(jobs, cfg)
     prof = _profiles(g.profiles, parts, cluster, accounts, fs_factors, cfg)
     pidx = prof.partition[g.profile_idx]
     per_job = {k: getattr(prof, k)[g.profile_idx] for k in ("site", "nice", "override", "held")}
@@ -335,21 +331,6 @@ def _tres_factor(
 
 
 # --- gathering per-job inputs -------------------------------------------------
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while the gather allocates a tuple per
-    job: with a controller's heap of job objects, the full collections that
-    100,000 allocations trigger cost more than the gather itself. Nothing made
-    here forms cycles; the previous state is restored."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @dataclass(slots=True)

@@ -23,7 +23,8 @@ Fair sharing: an account's share is max over types of its borrowed GPUs
 (usage above nominal) / the GPUs of its root cohort, divided by its weight
 (AccountQuota.weight, else its Fairshare shares). In the main pass jobs that
 would borrow wait; after it they borrow lowest share first (the share their
-job would give them), which is how Kueue's fair sharing orders admission.
+job would give them: tide.sched.passes.borrow_pass), which is how Kueue's
+fair sharing orders admission.
 """
 
 from __future__ import annotations
@@ -31,15 +32,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tide.model import AccountTree, Job
 from tide.model.account import FAIRSHARE_PARENT
 from tide.model.quota import AccountQuota, QuotaTree
-from tide.sched.types import PendingInfo, Reason, Running
-
-if TYPE_CHECKING:
-    from tide.sched.cycle import Cycle
+from tide.sched.types import Reason, Running
 
 Node = tuple[str, str]  # ("a", account) or ("c", cohort)
 
@@ -225,34 +222,8 @@ def ledger_for(tree: QuotaTree | None, accounts: AccountTree, gpu_types: Sequenc
     return QuotaLedger(tree, accounts, tuple(sorted(set(gpu_types))))
 
 
-def borrow_pass(cyc: Cycle, blocked: set[str]) -> None:
-    """After the main pass: the jobs it deferred because they would borrow try
-    to start, lowest weighted share first (recomputed after every start)."""
-    from tide.sched import cycle as _cycle
-
-    ledger = cyc.limits.quota
-    if ledger is None:
-        return
-    ledger.borrowing_open = True
-    jobs = {j.id: j for j in cyc.snap.pending}
-    waiting = [jobs[i] for i in dict.fromkeys(ledger.deferred) if i in jobs]
-    ledger.deferred.clear()
-    while waiting:
-        job = min(waiting, key=lambda j: (_share_with(ledger, j), waiting.index(j)))
-        waiting.remove(job)
-        ctx = cyc.contexts.get(job.id)
-        if ctx is None or any(p.name in blocked for p in ctx.parts):
-            continue
-        reason = cyc.limits.reason(job, ctx.shape.gpus)
-        if reason is not None:  # another borrower took what was left
-            cyc.decisions.pending[job.id] = PendingInfo(reason)
-            continue
-        cyc.decisions.pending.pop(job.id, None)
-        if not _cycle._try_start_now(cyc, ctx, plan=cyc.resv, backfilled=False):
-            _cycle._blocked_reason(cyc, job.id)
-
-
-def _share_with(ledger: QuotaLedger, job: Job) -> float:
+def share_with(ledger: QuotaLedger, job: Job) -> float:
+    """The weighted share the job's account would have with the job running."""
     key = ledger.key(job)
     if key is None:
         return 0.0

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tide.model import JobRequest
+from tide.model import Job, JobRequest, Partition
+
+UNLIMITED = 365 * 86400  # planning horizon for jobs without a time limit
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,6 +40,18 @@ class Shape:
 
     def gpus_for(self, nodes: int) -> int:
         return self.total_gpus if self.spread else self.gpus_per_node * nodes
+
+
+def time_limit(job: Job, part: Partition | None) -> int:
+    """--time, else the partition's DefaultTime, else its MaxTime, else unlimited."""
+    req = job.request.time_limit
+    if req is not None:
+        return int(req)
+    if part is not None and part.default_time is not None:
+        return part.default_time
+    if part is not None and part.max_time is not None:
+        return part.max_time
+    return UNLIMITED
 
 
 def shape_of(req: JobRequest, time_limit: int) -> Shape:
@@ -98,3 +112,9 @@ def _tasks_per_node(req: JobRequest, nodes: int) -> int:
     if req.ntasks is not None:
         return max(1, -(-req.ntasks // max(1, nodes)))
     return 1
+
+
+def job_gpus(job: Job) -> int:
+    """GPUs the job asks for in all (at its smallest node count)."""
+    req = job.request
+    return req.total_gpus(req.node_range()[0])

@@ -69,8 +69,8 @@ class SchedulingLoop:
         self.ctl = ctl
         self._own_scheduler = schedule_fn is None
         if schedule_fn is None:
-            from tide.sched.cycle import Scheduler
             from tide.sched.index import build_index
+            from tide.sched.scheduler import Scheduler
 
             schedule_fn = Scheduler(build_index(ctl.cluster)).schedule
         self._schedule = schedule_fn
@@ -109,8 +109,8 @@ class SchedulingLoop:
         """ctl.cluster gained nodes (tide.server.ray_nodes): a new core index.
         The caller holds cycle_lock, so no pass sees half of the change."""
         if self._own_scheduler:
-            from tide.sched.cycle import Scheduler
             from tide.sched.index import build_index
+            from tide.sched.scheduler import Scheduler
 
             self._schedule = Scheduler(build_index(self.ctl.cluster)).schedule
         self.wake()

@@ -24,8 +24,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tide.model import Job, JobRequest, JobState
-from tide.sched.cycle import UNLIMITED
 from tide.sched.isolate import JobFault, describe
+from tide.sched.shape import UNLIMITED
 from tide.sched.types import Allocation, Running, Snapshot
 from tide.server.services import faults as jobfaults
 from tide.server.services import preemption

@@ -10,7 +10,7 @@ a submission (only when the new job could fit the free GPUs now, since
 otherwise nothing changes), an end, a node repair, a begin time reached.
 Backfill runs in every cycle when bf_interval is 0, else every bf_interval
 seconds of virtual time. Policies that model a scheduler looking at the
-cluster in sessions (the Kubernetes-style ones: `coalesce_ties = True`) get
+cluster in sessions (Capabilities.coalesce_ties: the Kubernetes-style ones) get
 one cycle after all the events at one time instead: jobs submitted together
 are in their queue together (seed 000's deadlock needs exactly that).
 """
@@ -129,7 +129,7 @@ class Engine:
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
         self.job_faults: dict[int, str] = {}  # jobs the core could not evaluate -> why
         # run-time predictions, only for policies that plan with them (tide's)
-        self.predictor = Predictor() if getattr(self.policy, "uses_predictions", False) else None
+        self.predictor = Predictor() if self.policy.capabilities.predictions else None
         self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
         # preemption: victims in their grace -> (preemptor, attempt token, mode, kill time)
         self.preempting: dict[int, tuple[int, int, str, float]] = {}
@@ -150,7 +150,7 @@ class Engine:
         self._feed()
         for f in self.faults:
             self._push(f.time, FAIL, self.ix.pos[f.node])
-        coalesce = bool(getattr(self.policy, "coalesce_ties", False))
+        coalesce = self.policy.capabilities.coalesce_ties
         due = (False, False)  # a cycle owed once the events at this time are handled
         t = 0.0  # the time of the last event handled
         while self.heap or self._unpark_all(t):
@@ -383,10 +383,15 @@ class Engine:
         apply(self, now, p)
 
     def _may_preempt(self, job: Job) -> bool:
+        """Whether the new job might preempt its way in (else a cycle for it
+        can only help when it fits what is free)."""
+        kind = self.policy.capabilities.preemption
+        if kind == "none":
+            return False
         if self.quotas is not None or self.config.preempt_type != "preempt/qos":
             return True
-        if self.policy_name not in ("slurm", "tide"):
-            return True  # the Kubernetes-style models reclaim by queue, not by QOS
+        if kind == "own":
+            return True  # the policy reclaims by its own queues, not by QOS
         qos = self.accounts.qos.get(job.qos)
         return qos is not None and bool(qos.preempt)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.base import Policy, SlurmPolicy
+from tide.sched.policies.base import Capabilities, Policy
+from tide.sched.policies.slurm import SlurmPolicy
 
 POLICY_NAMES = ("k8s-default", "volcano", "kueue", "slurm", "tide")
 
@@ -31,4 +32,4 @@ def make_policy(name: str, index: ClusterIndex) -> Policy:
     raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}")
 
 
-__all__ = ["POLICY_NAMES", "Policy", "SlurmPolicy", "make_policy"]
+__all__ = ["POLICY_NAMES", "Capabilities", "Policy", "SlurmPolicy", "make_policy"]

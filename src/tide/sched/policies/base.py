@@ -3,35 +3,43 @@
 Every policy is pure (no clock, no I/O) and is driven the same way by the
 live controller and by the twin: `schedule(snapshot, usage)` where `usage`
 is the driver's incrementally kept view of free resources (the policy must
-not modify it).
+not modify it). What a driver must do for a policy beyond that is declared
+in its `capabilities`, never guessed from its name or attributes.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
-from tide.sched.index import ClusterIndex
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Snapshot
+
+PreemptionKind = Literal["config", "own", "none"]
+
+
+@dataclass(slots=True, frozen=True)
+class Capabilities:
+    """What a policy needs from its driver.
+
+    - predictions: it plans with run-time predictions: the driver fills
+      Snapshot.predicted (pending jobs, and running jobs' predictions made at
+      their start).
+    - preemption: who decides which pending jobs may preempt. "config": the
+      cluster's PreemptType rules (a job under preempt/qos preempts only if
+      its QOS lists others); "own": the policy's own rules (queues, quotas),
+      so any pending job may; "none": the policy never preempts.
+    - coalesce_ties: it looks at the cluster in sessions: the twin runs one
+      cycle after all the events at one time, not one per event.
+    """
+
+    predictions: bool = False
+    preemption: PreemptionKind = "config"
+    coalesce_ties: bool = False
 
 
 class Policy(Protocol):
     name: str
+    capabilities: Capabilities
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions: ...
-
-
-class SlurmPolicy:
-    """Slurm semantics: multifactor priority, main pass, backfill, cons_tres,
-    topology/tree or block, as configured in the snapshot's SchedulerConfig."""
-
-    name = "slurm"
-
-    def __init__(self, index: ClusterIndex) -> None:
-        from tide.sched.cycle import Scheduler
-
-        # Slurm's preempt plugins take victims lowest priority first (docs/preemption.md)
-        self._scheduler = Scheduler(index, victim_order="priority")
-
-    def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        return self._scheduler.schedule(snap, usage)

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tide.model import Job
-from tide.sched.cycle import Cycle
+from tide.sched.cycle import Cycle, CycleMemo, open_cycle, ready
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import Opener, gpus_of, ready
+from tide.sched.policies.base import Capabilities
 from tide.sched.policies.pods import (
     GPU_ONLY,
     Scorer,
@@ -43,7 +43,7 @@ from tide.sched.policies.pods import (
     remaining,
     start_of,
 )
-from tide.sched.shape import Shape
+from tide.sched.shape import Shape, job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, PendingInfo, Reason, Snapshot
 
@@ -126,7 +126,7 @@ def bind_round(cyc: Cycle, scorer: Scorer, waiting: Sequence[Waiting]) -> None:
 
 def _over_limit(cyc: Cycle, w: Waiting) -> bool:
     """Association/QOS limits, counted with the jobs started this cycle."""
-    reason = cyc.limits.reason(w.job, gpus_of(w.job))
+    reason = cyc.limits.reason(w.job, job_gpus(w.job))
     if reason is not None:
         cyc.decisions.pending[w.job.id] = PendingInfo(reason)
     return reason is not None
@@ -137,7 +137,7 @@ def _complete(cyc: Cycle, w: Waiting) -> bool:
     if _over_limit(cyc, w):
         return False
     w.started = True
-    cyc.limits.add(w.job, gpus_of(w.job))
+    cyc.limits.add(w.job, job_gpus(w.job))
     return True
 
 
@@ -156,17 +156,17 @@ def _settle(cyc: Cycle, w: Waiting, blocked: bool) -> None:
 
 class K8sDefaultPolicy:
     name = "k8s-default"
-    coalesce_ties = True  # the twin runs one cycle after all events at one time
+    capabilities = Capabilities(preemption="none", coalesce_ties=True)
 
     def __init__(
         self, index: ClusterIndex, resources: Sequence[tuple[str, int]] = GPU_ONLY
     ) -> None:
         self.ix = index
-        self.opener = Opener(index)
+        self.memo = CycleMemo()
         self.scorer = Scorer(index, most=False, resources=resources)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = self.opener.start_cycle(snap, usage)
+        cyc = open_cycle(snap, self.ix, usage, self.memo)
         lost = evict_lost_pods(cyc)
         waiting = []
         for job in snap.pending:

@@ -48,14 +48,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tide.model import AccountTree, Job
-from tide.sched.cycle import Cycle
+from tide.sched.cycle import Cycle, CycleMemo, open_cycle, ready
 from tide.sched.eligibility import JobContext
 from tide.sched.fairshare import sshare_rows
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import Opener, gpus_of, ready
+from tide.sched.policies.base import Capabilities
 from tide.sched.policies.k8s import bind_round, evict_lost_pods, waiting_for
-from tide.sched.policies.kueue_preempt import preempt_for_quota
+from tide.sched.policies.kueue_preempt import KueuePreemption, preempt_for_quota
 from tide.sched.policies.pods import Scorer, fits_empty, job_priority, pod_shapes
+from tide.sched.shape import job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, PendingInfo, Reason, Snapshot
 
@@ -121,7 +122,7 @@ def admitted_at(job: Job) -> float | None:
 
 class KueuePolicy:
     name = "kueue"
-    coalesce_ties = True  # the twin runs one cycle after all events at one time
+    capabilities = Capabilities(preemption="own", coalesce_ties=True)
 
     def __init__(
         self,
@@ -133,9 +134,10 @@ class KueuePolicy:
         borrowing_limit: int | None = None,
         block_admission: bool = False,
         strict_fifo: bool = False,
+        preemption: KueuePreemption = KueuePreemption(),
     ) -> None:
         self.ix = index
-        self.opener = Opener(index)
+        self.memo = CycleMemo()
         self.timeout = timeout
         self.backoff_base, self.backoff_max, self.backoff_limit = (
             backoff_base, backoff_max, backoff_limit,
@@ -143,11 +145,12 @@ class KueuePolicy:
         self.borrowing_limit = borrowing_limit
         self.block_admission = block_admission
         self.strict_fifo = strict_fifo
+        self.preemption = preemption
         self.scorer = Scorer(index, most=False)
         self._feasible: dict[tuple[int, int], bool] = {}  # (job, hash of its node mask)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = self.opener.start_cycle(snap, usage)
+        cyc = open_cycle(snap, self.ix, usage, self.memo)
         lost = evict_lost_pods(cyc)
         ctxs = {j.id: c for j in snap.pending if (c := ready(cyc, j)) is not None}
         accounts = {r.job.account for r in snap.running} | {j.account for j in snap.pending}
@@ -159,11 +162,11 @@ class KueuePolicy:
         admitted = {j.id: t for j in snap.pending if (t := admitted_at(j)) is not None}
         for j in snap.pending:
             if j.id in admitted:
-                cohort.take(j.account, gpus_of(j))
+                cohort.take(j.account, job_gpus(j))
         self._timeouts(cyc, cohort, admitted)
         if not (self.block_admission and admitted):
             self._admit(cyc, ctxs, cohort, admitted)
-        preempt_for_quota(self, cyc, ctxs, cohort, admitted)  # issue 7 (kueue_preempt.py)
+        preempt_for_quota(self.preemption, cyc, ctxs, cohort, admitted)  # kueue_preempt.py
         waiting = [
             waiting_for(cyc, self.ix, ctxs[jid], t, None if jid in lost else snap.bound.get(jid))
             for jid, t in sorted(admitted.items())
@@ -191,7 +194,7 @@ class KueuePolicy:
                 ADMITTED: None, ATTEMPT: None, EVICTIONS: n,
                 REQUEUE_AT: now + self.backoff(jid, n), QUEUED_AT: now,
             }  # fmt: skip
-            cohort.take(job.account, -gpus_of(job))
+            cohort.take(job.account, -job_gpus(job))
             del admitted[jid]
 
     def backoff(self, job_id: int, evictions: int) -> float:
@@ -211,10 +214,10 @@ class KueuePolicy:
             heads = [(cq, queues[cq][pos[cq]]) for cq in queues if pos[cq] < len(queues[cq])]
             if not heads:
                 return
-            heads.sort(key=lambda h: (cohort.borrows(h[0], gpus_of(h[1][1])), h[1][0]))
+            heads.sort(key=lambda h: (cohort.borrows(h[0], job_gpus(h[1][1])), h[1][0]))
             for cq, (_, job) in heads:
                 pos[cq] += 1
-                reason = cohort.check(cq, gpus_of(job))
+                reason = cohort.check(cq, job_gpus(job))
                 if reason is None and not self._placeable(ctxs[job.id]):
                     reason = Reason.RESOURCES
                 if reason is not None:
@@ -222,7 +225,7 @@ class KueuePolicy:
                     if self.strict_fifo:
                         pos[cq] = len(queues[cq])
                     continue
-                cohort.take(cq, gpus_of(job))
+                cohort.take(cq, job_gpus(job))
                 self._feasible.pop((job.id, hash(ctxs[job.id].eligible[0].tobytes())), None)
                 admitted[job.id] = cyc.snap.now
                 cyc.decisions.meta[job.id] = {ADMITTED: cyc.snap.now, ATTEMPT: job.restarts}

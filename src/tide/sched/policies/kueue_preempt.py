@@ -17,35 +17,46 @@ What it reproduces (Kueue docs: "Preemption" and "Cluster Queue" .spec.preemptio
   pods' termination grace); the preemptor is admitted once their quota is
   released. Lost work plays no part in the choice (it is reported).
 Enabled when the snapshot's PreemptType is not preempt/none (the scenario's
-slurm.conf), or with KueuePolicy attribute `preemption = True`; the policy
-words are read from KueuePolicy attributes of the same names when set.
+slurm.conf), unless `KueuePreemption.enabled` says otherwise; the policy
+words are that class's fields (KueuePolicy(preemption=...)).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tide.model import JobState
 from tide.sched.cycle import Cycle
 from tide.sched.eligibility import JobContext
-from tide.sched.policies.gate import gpus_of
 from tide.sched.policies.pods import job_priority
 from tide.sched.preempt_rules import lost_gpu_seconds
+from tide.sched.shape import job_gpus
 from tide.sched.types import Preemption, Running
 
 
-def enabled(policy: Any, cyc: Cycle) -> bool:
-    flag = getattr(policy, "preemption", None)
+@dataclass(slots=True, frozen=True)
+class KueuePreemption:
+    """A ClusterQueue's .spec.preemption (the same for every queue here)."""
+
+    enabled: bool | None = None  # None: as the snapshot's PreemptType says
+    within_cluster_queue: str = "LowerPriority"  # Never | LowerPriority
+    reclaim_within_cohort: str = "Any"  # Never | LowerPriority | Any
+    borrow_within_cohort: str = "Never"  # Never | LowerPriority
+
+
+def enabled(flag: bool | None, cyc: Cycle) -> bool:
+    """The policy's own switch when set, else the cluster's PreemptType."""
     if flag is not None:
-        return bool(flag)
+        return flag
     return cyc.snap.config.preempt_type not in ("", "preempt/none")
 
 
-def preempt_for_quota(policy: Any, cyc: Cycle, ctxs: Mapping[int, JobContext], cohort: Any,
-                      admitted: Mapping[int, float]) -> None:  # fmt: skip
+def preempt_for_quota(policy: KueuePreemption, cyc: Cycle, ctxs: Mapping[int, JobContext],
+                      cohort: Any, admitted: Mapping[int, float]) -> None:  # fmt: skip
     """After admission: workloads still over quota look for victims."""
-    if not enabled(policy, cyc):
+    if not enabled(policy.enabled, cyc):
         return
     snap = cyc.snap
     now = snap.now
@@ -61,9 +72,9 @@ def preempt_for_quota(policy: Any, cyc: Cycle, ctxs: Mapping[int, JobContext], c
         _one(policy, cyc, ctx, cohort)
 
 
-def _one(policy: Any, cyc: Cycle, ctx: JobContext, cohort: Any) -> None:
+def _one(policy: KueuePreemption, cyc: Cycle, ctx: JobContext, cohort: Any) -> None:
     snap, job = cyc.snap, ctx.job
-    cq, gpus = job.account, gpus_of(job)
+    cq, gpus = job.account, job_gpus(job)
     if cohort.check(cq, gpus) is None:
         return  # its quota fits: it waits for something else
     taken = set(snap.preempting) | {p.victim for p in cyc.decisions.preemptions}
@@ -94,15 +105,15 @@ def _one(policy: Any, cyc: Cycle, ctx: JobContext, cohort: Any) -> None:
     cohort.take(cq, gpus)  # the freed quota is the preemptor's for the rest of the cycle
 
 
-def _choose(policy: Any, cyc: Cycle, ctx: JobContext, cohort: Any, taken: set[int]) -> (
+def _choose(policy: KueuePreemption, cyc: Cycle, ctx: JobContext, cohort: Any, taken: set[int]) -> (
     list[Running]
 ):  # fmt: skip
     snap, job = cyc.snap, ctx.job
-    cq, gpus = job.account, gpus_of(job)
+    cq, gpus = job.account, job_gpus(job)
     prio = job_priority(job, snap.accounts)
-    within = getattr(policy, "within_cluster_queue", "LowerPriority")
-    reclaim = getattr(policy, "reclaim_within_cohort", "Any")
-    borrow = getattr(policy, "borrow_within_cohort", "Never")
+    within = policy.within_cluster_queue
+    reclaim = policy.reclaim_within_cohort
+    borrow = policy.borrow_within_cohort
     fits_nominal = cohort.used.get(cq, 0) + gpus <= cohort.nominal.get(cq, 0)
     cands = []
     for r in snap.running:

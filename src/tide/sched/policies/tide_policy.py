@@ -30,10 +30,10 @@ import math
 from dataclasses import replace
 
 from tide.model.sched_config import BackfillMode
-from tide.sched import cycle as _cycle
-from tide.sched.cycle import Cycle
+from tide.sched.cycle import LOST_WORK, Cycle, CycleMemo, context, open_cycle
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import Opener, context
+from tide.sched.passes import backfill_pass, main_pass, priorities
+from tide.sched.policies.base import Capabilities
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Running, Snapshot
 
@@ -44,7 +44,7 @@ PROMISE_SLACK = 60.0  # seconds a planned start may slip before limits take over
 
 class TidePolicy:
     name = "tide"
-    uses_predictions = True  # the driver fills Snapshot.predicted
+    capabilities = Capabilities(predictions=True)
 
     def __init__(
         self,
@@ -54,9 +54,11 @@ class TidePolicy:
         every_cycle: bool = True,
         aged: float = AGED,
         backfill: BackfillMode = BackfillMode.EASY,  # the configured NONE still wins
+        victim_order: str = LOST_WORK,  # preemption victims (docs/preemption.md)
     ) -> None:
         self.ix = index
-        self.opener = Opener(index)
+        self.memo = CycleMemo()
+        self.victim_order = victim_order
         self.predict = predict
         self.sjbf = sjbf
         self.every_cycle = every_cycle
@@ -74,15 +76,15 @@ class TidePolicy:
         predict = self.predict and bool(snap.predicted) and not _broken_promise(snap)
         if predict:
             snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
-        cyc = self.opener.start_cycle(snap, usage)
+        cyc = open_cycle(snap, self.ix, usage, self.memo, self.victim_order)
         if predict and cyc.resv is None:
             _predicted_contexts(cyc, self._copies)
-        order = _cycle._priorities(cyc)
-        _cycle._main_pass(cyc, order)
+        order = priorities(cyc)
+        main_pass(cyc, order)
         mode = BackfillMode.NONE if snap.config.backfill is BackfillMode.NONE else self.backfill
         if (snap.backfill or self.every_cycle) and mode is not BackfillMode.NONE:
             bf_order = _sjbf(cyc, order, self.aged) if self.sjbf else order
-            _cycle._backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
+            backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
         if predict:
             _promise(cyc)
         return cyc.decisions

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tide.sched.cycle import Cycle
+from tide.sched.cycle import Cycle, CycleMemo, open_cycle, ready
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
-from tide.sched.policies.gate import Opener, gpus_of, ready
+from tide.sched.policies.base import Capabilities
 from tide.sched.policies.pods import (
     GPU_ONLY,
     Scorer,
@@ -38,6 +38,7 @@ from tide.sched.policies.pods import (
     start_of,
 )
 from tide.sched.policies.volcano_preempt import preempt_and_reclaim
+from tide.sched.shape import job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, PendingInfo, Reason, Snapshot
 
@@ -46,17 +47,21 @@ _RESOURCES = PendingInfo(Reason.RESOURCES)
 
 class VolcanoPolicy:
     name = "volcano"
-    coalesce_ties = True  # the twin runs one cycle after all events at one time
+    capabilities = Capabilities(preemption="own", coalesce_ties=True)
 
     def __init__(
-        self, index: ClusterIndex, resources: Sequence[tuple[str, int]] = GPU_ONLY
+        self,
+        index: ClusterIndex,
+        resources: Sequence[tuple[str, int]] = GPU_ONLY,
+        preemption: bool | None = None,  # None: as the cluster's PreemptType
     ) -> None:
         self.ix = index
-        self.opener = Opener(index)
+        self.preemption = preemption
+        self.memo = CycleMemo()
         self.scorer = Scorer(index, most=True, resources=resources, integer=False)
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
-        cyc = self.opener.start_cycle(snap, usage)
+        cyc = open_cycle(snap, self.ix, usage, self.memo)
         jobs = []
         for job in snap.pending:
             ctx = ready(cyc, job)
@@ -68,13 +73,14 @@ class VolcanoPolicy:
         failed: set[tuple] = set()  # gangs of this shape did not fit: skip alike
         for _, ctx in jobs:
             self._allocate(cyc, ctx, failed)
-        preempt_and_reclaim(self, cyc, [ctx for _, ctx in jobs])  # issue 7 (volcano_preempt.py)
+        ctxs = [ctx for _, ctx in jobs]
+        preempt_and_reclaim(self.preemption, self.scorer, cyc, ctxs)  # volcano_preempt.py
         return cyc.decisions
 
     def _allocate(self, cyc: Cycle, ctx: JobContext, failed: set[tuple]) -> None:
         """The allocate action for one job: all its pods, or none."""
         job = ctx.job
-        reason = cyc.limits.reason(job, gpus_of(job))
+        reason = cyc.limits.reason(job, job_gpus(job))
         if reason is not None:
             cyc.decisions.pending[job.id] = PendingInfo(reason)
             return

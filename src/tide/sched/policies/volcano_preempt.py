@@ -16,32 +16,34 @@ proportion plugin; v1.15's gang-aware preemption: victims are whole jobs):
   are placed on a tentative copy and the evictions happen only if every pod
   found a place (the gang's statement). Lost work plays no part.
 Evicted jobs are requeued (REQUEUE, after their QOS GraceTime). Enabled when
-the snapshot's PreemptType is not preempt/none, or VolcanoPolicy attribute
-`preemption = True`.
+the snapshot's PreemptType is not preempt/none, unless VolcanoPolicy's
+`preemption` option says otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from tide.model import JobState
 from tide.sched.cycle import Cycle
 from tide.sched.eligibility import JobContext
-from tide.sched.policies.gate import gpus_of
+from tide.sched.index import ClusterIndex
 from tide.sched.policies.kueue import nominal_quotas
 from tide.sched.policies.kueue_preempt import enabled
 from tide.sched.policies.pods import Scorer, bind_pod, job_priority, pod_shapes
 from tide.sched.preempt_rules import lost_gpu_seconds
+from tide.sched.shape import job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Preemption, Reason, Running
 
 
-def preempt_and_reclaim(policy: Any, cyc: Cycle, ctxs: Sequence[JobContext]) -> None:
-    """After allocate: jobs left waiting on resources try preempt, then reclaim."""
-    if not enabled(policy, cyc):
+def preempt_and_reclaim(flag: bool | None, scorer: Scorer, cyc: Cycle,
+                        ctxs: Sequence[JobContext]) -> None:  # fmt: skip
+    """After allocate: jobs left waiting on resources try preempt, then reclaim
+    (`flag`: the policy's own switch, None: as the cluster's PreemptType)."""
+    if not enabled(flag, cyc):
         return
     snap = cyc.snap
     started = {s.job_id for s in cyc.decisions.starts}
@@ -49,7 +51,7 @@ def preempt_and_reclaim(policy: Any, cyc: Cycle, ctxs: Sequence[JobContext]) -> 
     if not waiting:
         return
     accounts = {r.job.account for r in snap.running} | {c.job.account for c in ctxs}
-    deserved = nominal_quotas(snap.accounts, accounts, int(policy.ix.gpus.sum()))
+    deserved = nominal_quotas(snap.accounts, accounts, int(cyc.ix.gpus.sum()))
     allocated: dict[str, int] = {}
     for r in snap.running:
         allocated[r.job.account] = allocated.get(r.job.account, 0) + r.alloc.gpu_count
@@ -65,7 +67,7 @@ def preempt_and_reclaim(policy: Any, cyc: Cycle, ctxs: Sequence[JobContext]) -> 
             continue  # victims already told to go for it
         for action in ("preempt", "reclaim"):
             cands = _candidates(cyc, ctx, action, deserved, allocated)
-            got = _evict_until_placed(policy.scorer, usage, ctx, cands, policy.ix)
+            got = _evict_until_placed(scorer, usage, ctx, cands, cyc.ix)
             if got is not None:  # the tentative state (victims gone, pods placed) holds on
                 victims, usage = got
                 _record(cyc, ctx, victims, action, allocated)
@@ -83,7 +85,7 @@ def _candidates(cyc: Cycle, ctx: JobContext, action: str, deserved: dict[str, in
     prio = job_priority(job, snap.accounts)
     taken = set(snap.preempting) | {p.victim for p in cyc.decisions.preemptions}
     if action == "reclaim":
-        mine = allocated.get(job.account, 0) + gpus_of(job)
+        mine = allocated.get(job.account, 0) + job_gpus(job)
         if mine > deserved.get(job.account, 0):
             return []
     out = []
@@ -107,7 +109,7 @@ def _candidates(cyc: Cycle, ctx: JobContext, action: str, deserved: dict[str, in
 
 
 def _evict_until_placed(scorer: Scorer, usage: Usage, ctx: JobContext, cands: list[Running],
-                        ix: Any) -> tuple[list[Running], Usage] | None:  # fmt: skip
+                        ix: ClusterIndex) -> tuple[list[Running], Usage] | None:  # fmt: skip
     """Victims that let every pod of the job find a node, with the tentative
     usage they leave; None when no eviction places the whole gang."""
     if not cands:
@@ -153,7 +155,7 @@ def _record(cyc: Cycle, ctx: JobContext, victims: list[Running], action: str,
             "priority" if action == "preempt" else "reclaim",
         ))  # fmt: skip
         allocated[r.job.account] = allocated.get(r.job.account, 0) - r.alloc.gpu_count
-    allocated[job.account] = allocated.get(job.account, 0) + gpus_of(job)
+    allocated[job.account] = allocated.get(job.account, 0) + job_gpus(job)
 
 
 __all__ = ["preempt_and_reclaim"]

@@ -1,0 +1,343 @@
+"""The cycle's passes: priority order, main pass, borrow pass, backfill. Pure.
+
+Each is a public function over a `Cycle` (tide.sched.cycle documents its
+state and the order of the phases); policies compose them.
+
+- `priorities`: indices into snap.pending in evaluation order (multifactor,
+  FCFS or SJF as configured); records the priorities in the decisions.
+- `main_pass`: jobs in order start where they fit now; the first job that
+  does not fit blocks its partition, the rest of it waits (Priority). With
+  preemption configured, a blocked job may choose victims
+  (tide.sched.preempt); a job waiting for lent quota may reclaim it. Ends
+  with `borrow_pass`.
+- `borrow_pass`: jobs the main pass deferred because they would borrow quota
+  start lowest weighted share first (tide.sched.quota).
+- `backfill_pass`: jobs in order, up to bf_max_job_test: start now if that
+  delays no hold, else get a hold at their earliest start (conservative:
+  every job; EASY: only the first that cannot start).
+- `try_start_now` / `blocked_reason`: the two steps every pass shares.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tide.model import Job, Partition
+from tide.model.sched_config import QueueOrder
+from tide.sched import preempt
+from tide.sched.cycle import Cycle, add_reservation_holds, ready
+from tide.sched.eligibility import JobContext, quick_reason
+from tide.sched.fairshare import fair_tree_factors
+from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
+from tide.sched.plan import INF, Plan
+from tide.sched.priority import compute_priorities
+from tide.sched.quota import share_with
+from tide.sched.shape import time_limit
+from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
+
+_PRIORITY = PendingInfo(Reason.PRIORITY)
+
+
+# --- 2. priority ---------------------------------------------------------------
+
+
+def priorities(cyc: Cycle) -> list[int]:
+    """Indices into snap.pending in evaluation order."""
+    snap = cyc.snap
+    jobs = snap.pending
+    cfg = snap.config
+    if not jobs:
+        return []
+    if cfg.order is QueueOrder.FCFS:
+        return sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].id))
+    if cfg.order is QueueOrder.SJF:
+        return sorted(
+            range(len(jobs)), key=lambda i: (_limit(cyc, jobs[i]), jobs[i].submit, jobs[i].id)
+        )
+    fs = fair_tree_factors(snap.accounts, snap.usage) if cfg.weights.fairshare else {}
+    result = compute_priorities(
+        jobs,
+        snap.cluster,
+        cfg,
+        snap.accounts,
+        fs,
+        snap.now if snap.priority_time is None else snap.priority_time,
+        cyc.partitions,  # type: ignore[arg-type]
+    )
+    cyc.decisions.priorities = dict(
+        zip(result.job_ids.tolist(), result.total.tolist(), strict=True)
+    )
+    return result.order().tolist()
+
+
+def _limit(cyc: Cycle, job: Job) -> int:
+    cluster = cyc.snap.cluster
+    return time_limit(job, cluster.partition(job.partition) or cluster.default_partition())
+
+
+# --- 3. main pass --------------------------------------------------------------
+
+
+def main_pass(cyc: Cycle, order: list[int]) -> None:
+    """Jobs in `order` start where they fit now, until their partitions block;
+    then the borrow pass."""
+    blocked: set[str] = set()
+    pending = cyc.snap.pending
+    default = cyc.snap.cluster.default_partition()
+    every = {p.name for p in cyc.snap.cluster.partitions}
+    preempting = cyc.snap.config.preempt_type not in ("", "preempt/none")
+    if cyc.limits.quota is not None:  # borrowers wait for the borrow pass
+        cyc.limits.quota.borrowing_open = False
+    for k, i in enumerate(order):
+        if every and every <= blocked:
+            # every partition waits behind a blocked job: nothing else can start now
+            _behind(cyc, [pending[j] for j in order[k:]])
+            break
+        job = pending[i]
+        if blocked and quick_reason(job, cyc.snap.now) is None:
+            names = [job.partition] if job.partition else job.request.partitions
+            if all(n in blocked for n in names or [default.name if default else ""]):
+                cyc.decisions.pending[job.id] = _PRIORITY  # behind a blocked job
+                continue
+        ctx = ready(cyc, job)
+        if ctx is None:
+            if cyc.limits.quota is not None:  # waits for lent quota: reclaim it
+                preempt.plan_reclaim(cyc, job)
+            continue
+        if all(p.name in blocked for p in ctx.parts):
+            cyc.decisions.pending[job.id] = _PRIORITY
+            continue
+        started = try_start_now(cyc, ctx, plan=cyc.resv, backfilled=False)
+        if not started:
+            blocked.update(p.name for p in ctx.parts)
+            blocked_reason(cyc, ctx.job.id)
+            if preempting:
+                preempt.plan_preemption(cyc, ctx)
+    borrow_pass(cyc, blocked)
+
+
+def _behind(cyc: Cycle, jobs: list[Job]) -> None:
+    """Jobs queued behind blocked partitions: Priority, unless held or
+    waiting for their begin time (the cheap reasons; the rest waits for the
+    cycle that examines them, as in Slurm)."""
+    now, out = cyc.snap.now, cyc.decisions.pending
+    out.update(dict.fromkeys([job.id for job in jobs], _PRIORITY))
+    for job in jobs:
+        req = job.request
+        if job.held or req.hold or req.begin is not None:
+            reason = quick_reason(job, now)
+            if reason is not None:
+                out[job.id] = PendingInfo(reason)
+
+
+def borrow_pass(cyc: Cycle, blocked: set[str]) -> None:
+    """After the main pass: the jobs it deferred because they would borrow try
+    to start, lowest weighted share first (recomputed after every start)."""
+    ledger = cyc.limits.quota
+    if ledger is None:
+        return
+    ledger.borrowing_open = True
+    jobs = {j.id: j for j in cyc.snap.pending}
+    waiting = [jobs[i] for i in dict.fromkeys(ledger.deferred) if i in jobs]
+    ledger.deferred.clear()
+    while waiting:
+        job = min(waiting, key=lambda j: (share_with(ledger, j), waiting.index(j)))
+        waiting.remove(job)
+        ctx = cyc.contexts.get(job.id)
+        if ctx is None or any(p.name in blocked for p in ctx.parts):
+            continue
+        reason = cyc.limits.reason(job, ctx.shape.gpus)
+        if reason is not None:  # another borrower took what was left
+            cyc.decisions.pending[job.id] = PendingInfo(reason)
+            continue
+        cyc.decisions.pending.pop(job.id, None)
+        if not try_start_now(cyc, ctx, plan=cyc.resv, backfilled=False):
+            blocked_reason(cyc, job.id)
+
+
+def try_start_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, backfilled: bool) -> bool:
+    """Start the job now if it fits (and delays no hold in `plan`). Records the
+    start, or Resources as its pending reason."""
+    now = cyc.snap.now
+    u = cyc.usage
+    bare = Free(u.free_gpus, u.free_cores, u.free_mem)
+    for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
+        # holds only take capacity away: what does not fit without them never fits
+        if select_nodes(cyc.ix, bare, ctx.shape, eligible, ctx.max_leaves(now)) is None:
+            continue
+        free = _free_now(cyc, ctx, plan)
+        pick = select_nodes(cyc.ix, free, ctx.shape, eligible, ctx.max_leaves(now))
+        if pick is None:
+            continue
+        alloc = _concrete(cyc, ctx, pick, eligible, free, now)
+        if alloc is None:
+            continue
+        _record_start(cyc, ctx, part, alloc, pick, backfilled)
+        return True
+    # Slurm shows Resources also while a job waits for its --switches count
+    cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES)
+    return False
+
+
+def blocked_reason(cyc: Cycle, job_id: int) -> None:
+    """The highest-priority blocked job waits for Resources, the rest for Priority."""
+    info = cyc.decisions.pending[job_id]
+    if cyc.resources_job is None:
+        cyc.resources_job = job_id
+    elif cyc.resources_job != job_id:
+        cyc.decisions.pending[job_id] = PendingInfo(
+            Reason.PRIORITY, info.planned_start, info.planned_nodes
+        )
+
+
+def _free_now(cyc: Cycle, ctx: JobContext, plan: Plan | None) -> Free:
+    if plan is not None and len(plan.holds):
+        return plan.free_at(cyc.snap.now, ctx.shape.time_limit, skip=ctx.reservation)
+    u = cyc.usage
+    return Free(u.free_gpus, u.free_cores, u.free_mem)
+
+
+def _concrete(
+    cyc: Cycle, ctx: JobContext, pick: Pick, eligible: np.ndarray, free: Free, now: float
+) -> Allocation | None:
+    """GPU indices and cores for the picked nodes; a node that cannot honour
+    binding is dropped and the pick redone (a few times at most)."""
+    elig = eligible
+    binding = ctx.shape.enforce_binding or ctx.shape.cpus_per_gpu > 0
+    for _ in range(4):
+        nodes: list[NodeAlloc] = []
+        bad: list[int] = []
+        for p in pick.nodes:
+            na = concrete(cyc.ix, cyc.usage.gpu_mask, cyc.usage.core_mask, p, binding)
+            (bad.append(p.node) if na is None else nodes.append(na))
+        if not bad:
+            return Allocation(ctx.job.id, tuple(nodes))
+        elig = elig.copy()
+        elig[bad] = False
+        new = select_nodes(cyc.ix, free, ctx.shape, elig, ctx.max_leaves(now))
+        if new is None:
+            return None
+        pick = new
+    return None
+
+
+def _record_start(
+    cyc: Cycle, ctx: JobContext, part: Partition, alloc: Allocation, pick: Pick, backfilled: bool
+) -> None:
+    job, now = ctx.job, cyc.snap.now
+    cyc.usage.allocate(alloc)
+    cyc.limits.add(job, alloc.gpu_count)
+    end = now + ctx.shape.time_limit
+    cyc.started.append((alloc, end))
+    if cyc.deps is not None:
+        cyc.deps.running_names.add((job.user, job.request.name))
+    switches = job.request.switches
+    cyc.decisions.starts.append(
+        Start(
+            job_id=job.id,
+            alloc=alloc,
+            partition=part.name,
+            backfilled=backfilled,
+            switches_satisfied=switches is None or pick.leaves <= switches,
+            leaf_switches=pick.leaves,
+        )
+    )
+    cyc.decisions.pending.pop(job.id, None)
+
+
+# --- 4. backfill ---------------------------------------------------------------
+
+
+def backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
+    """Jobs in `order` start now where that delays no hold; the others are
+    held at their earliest start (EASY: only the first of them)."""
+    snap, cfg = cyc.snap, cyc.snap.config
+    running = [(r.alloc, max(r.end, snap.now)) for r in snap.running] + cyc.started
+    plan = Plan.build(cyc.ix, cyc.usage, running, snap.now)
+    if cfg.will_run_batches:
+        plan.batch_epoch = cfg.epoch
+    add_reservation_holds(cyc, plan)
+    started_ids = {s.job_id for s in cyc.decisions.starts}
+    tested, reserved = 0, False
+    horizon = snap.now + cfg.bf_window
+    # Within a pass capacity only shrinks: once a shape failed to start now
+    # with some time limit, the same shape with a limit at least as long
+    # fails too (the test pyss and Slurm's backfill also skip).
+    failed: dict[tuple, float] = {}
+    for i in order:
+        if tested >= cfg.bf_max_job_test:
+            break
+        job = snap.pending[i]
+        if job.id in started_ids:
+            continue
+        ctx = ready(cyc, job)
+        if ctx is None:
+            continue
+        tested += 1
+        key = _shape_key(ctx)
+        if ctx.shape.time_limit < failed.get(key, INF) and try_start_now(
+            cyc, ctx, plan, backfilled=True
+        ):
+            _hold_started(cyc, plan)
+            continue
+        failed[key] = min(failed.get(key, INF), ctx.shape.time_limit)
+        cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
+        if not (easy and reserved):
+            reserved |= _reserve(cyc, ctx, plan, horizon)
+        blocked_reason(cyc, job.id)
+
+
+def _shape_key(ctx: JobContext) -> tuple:
+    """Jobs with equal keys compete for exactly the same nodes and amounts."""
+    req = ctx.job.request
+    return (
+        ctx.shape,
+        tuple(p.name for p in ctx.parts),
+        req.constraint,
+        req.nodelist,
+        req.exclude,
+        req.reservation,
+        ctx.max_leaves(0.0) is not None,
+    )
+
+
+def _hold_started(cyc: Cycle, plan: Plan) -> None:
+    """A job started by backfill joins the plan's running jobs until its limit."""
+    alloc, end = cyc.started[-1]
+    plan.start(alloc, end)
+
+
+def _reserve(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> bool:
+    """Find the job's earliest start in the plan and hold its nodes then."""
+    shape = ctx.shape
+    res = cyc.snap.config.bf_resolution
+    for eligible in ctx.eligible:
+        times, ready_at = plan.reservation_candidates(
+            shape, eligible, ctx.reservation, horizon, res
+        )
+        late_first = -ready_at  # nodes free sooner stay open for backfill
+        for t in times:
+            if shape.spread:
+                free = plan.free_at(t, shape.time_limit, skip=ctx.reservation)
+                pick = select_nodes(cyc.ix, free, shape, eligible, ctx.max_leaves(t), late_first)
+            else:
+                cap = plan.fit_at(t, shape, eligible, ready_at, ctx.reservation)
+                pick = select_by_capacity(cyc.ix, cap, shape, ctx.max_leaves(t), late_first)
+            if pick is None:
+                continue
+            for p in pick.nodes:  # node-granular, like Slurm's backfill map
+                plan.hold(p.node, t, t + shape.time_limit)
+            nodes = tuple(p.node for p in pick.nodes)
+            cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES, t, nodes)
+            return True
+    return False
+
+
+__all__ = [
+    "backfill_pass",
+    "blocked_reason",
+    "borrow_pass",
+    "main_pass",
+    "priorities",
+    "try_start_now",
+]
