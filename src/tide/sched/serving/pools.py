@@ -2,7 +2,7 @@
 serving pools lend what they do not use. Pure (docs/services.md, "Pools").
 
 A policy like the others (`schedule(snapshot, usage) -> Decisions`), built
-on the one core (tide.sched.cycle.Scheduler). Each pass is two calls of it
+on the one core (tide.sched.scheduler.Scheduler). Each pass is two calls of it
 on the same snapshot:
 
 1. serving pass: only the pools' own pending jobs (service replicas, the
@@ -34,9 +34,10 @@ import numpy as np
 
 from tide.model import Job
 from tide.model.service import Pool, PoolConfig
-from tide.sched.cycle import Scheduler, usage_from
+from tide.sched.cycle import usage_from
 from tide.sched.index import ClusterIndex
 from tide.sched.preempt_rules import PARTITION, REQUEUE
+from tide.sched.scheduler import Scheduler
 from tide.sched.serving import lending
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Snapshot
