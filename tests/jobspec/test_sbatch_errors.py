@@ -45,7 +45,7 @@ CASES: list[tuple[list[str], str, str | None, list[str]]] = [
     (["-a", "x"], "--array", "x", ["not an index or range"]),
     (["--array=0-3%0"], "--array", "0-3%0", ["%LIMIT"]),
     (["--array=0-3:0"], "--array", "0-3:0", ["empty range"]),
-    (["--array=0-9999999"], "--array", "0-9999999", ["above"]),
+    (["--array=0-9999999"], "--array", "0-9999999", ["MaxArraySize"]),
     (["--signal=FOO"], "--signal", "FOO", ["unknown signal", "USR1"]),
     (["--signal=USR1@-5"], "--signal", "USR1@-5", ["bad time", "0-65535"]),
     (["--signal=USR1@70000"], "--signal", "USR1@70000", ["bad time"]),

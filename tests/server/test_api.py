@@ -206,7 +206,7 @@ def test_fast_submit_path_errors_match_the_api(tiny: Any) -> None:
         r = c.post("/v1/jobs", json={"script": HELLO, "argv": "-N2"})
         assert r.status_code == 422 and r.json()["field"] == "argv"
         r = c.post("/v1/jobs", json={"script": HELLO, "job": {"gpus_per_nod": 1}})
-        assert r.status_code == 400 and r.json()["field"] == "job.gpus_per_nod"
+        assert r.status_code == 422 and r.json()["field"] == "job.gpus_per_nod"
     with tiny.client("tide_wrong") as c:
         r = c.post("/v1/jobs", json={"script": HELLO})
         assert r.status_code == 401 and r.json()["field"] == "Authorization"

@@ -133,6 +133,10 @@ def test_nodes_share_prio_report_admin(tiny: Any) -> None:
     assert astro["limits"] == {"grp_tres": {"gres/gpu": 8}, "max_jobs": 3}
     bad = tide(tiny, "admin", "account", "add", "x", "GrpGPUs=3", token=admin)
     assert bad.returncode == 1 and "not a limit" in bad.stderr
+    ghost = tide(tiny, "admin", "token", "create", "dora", token=admin)
+    assert ghost.returncode == 1 and "user dora not found" in ghost.stderr  # create dora first
+    r = tide(tiny, "admin", "user", "add", "dora", "--account", "astro", token=admin)
+    assert r.returncode == 0, r.stderr
     t = tide(tiny, "admin", "token", "create", "dora", token=admin).stdout.strip()
     assert t.startswith("tide_")
     assert tide(tiny, "queue", token=t).returncode == 0

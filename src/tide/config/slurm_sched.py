@@ -99,6 +99,7 @@ _SCHED_OPTS = {
     "bf_interval": ("bf_interval", 1),
     "default_queue_depth": ("default_queue_depth", 1),
     "max_switch_wait": ("max_switch_wait", 1),
+    "max_script_size": ("max_script_size", 1),
 }
 
 
@@ -154,6 +155,13 @@ def check_preempt_mode(key: str, value: str, loc: Loc) -> str:
     return ",".join(parts)
 
 
+def _max_array_size(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Warnings) -> None:
+    size = to_int(key, value, loc)
+    if not 0 <= size <= 4_000_001:  # Slurm's own bounds
+        raise loc.error(f"MaxArraySize={value} is out of range", "use 0 to 4000001")
+    cfg.max_array_size = size
+
+
 _HANDLERS: dict[str, Callable[[str, str, Loc, SchedulerConfig, Warnings], None]] = {
     "schedulertype": _scheduler_type,
     "schedulerparameters": _sched_params,
@@ -170,4 +178,5 @@ _HANDLERS: dict[str, Callable[[str, str, Loc, SchedulerConfig, Warnings], None]]
     "preempttype": _str_field("preempt_type"),
     "preemptmode": _preempt_mode,
     "preemptexempttime": _exempt_time,
+    "maxarraysize": _max_array_size,
 }

@@ -224,4 +224,5 @@ def _scheduler(s: SchedulerSpec) -> SchedulerConfig:
         billing_weights=dict(s.billing_weights) if s.billing_weights is not None else None,
         preempt_type=s.preempt_type,
         preempt_mode=s.preempt_mode, extra=dict(s.extra),
+        max_array_size=s.max_array_size, max_script_size=s.max_script_size,
     )

@@ -221,6 +221,10 @@ def _scheduler(s: SchedulerConfig) -> dict[str, Any]:
         d["billing_weights"] = dict(s.billing_weights)
     if s.epoch:
         d["epoch"] = s.epoch
+    if s.max_array_size != 1001:
+        d["max_array_size"] = s.max_array_size
+    if s.max_script_size != 4 * 1024 * 1024:
+        d["max_script_size"] = s.max_script_size
     if s.extra:
         d["extra"] = dict(s.extra)
     return d

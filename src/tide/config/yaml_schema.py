@@ -203,6 +203,8 @@ class SchedulerSpec(Spec):
     epoch: float = 0.0
     preempt_type: str = "preempt/none"
     preempt_mode: Annotated[str, _word("ON", "OFF")] = "OFF"
+    max_array_size: int = Field(1001, ge=0, le=4_000_001)  # slurm.conf MaxArraySize
+    max_script_size: int = Field(4 * 1024 * 1024, ge=1)  # bytes
     extra: dict[str, Annotated[str, BeforeValidator(str)]] = {}
 
 

@@ -179,7 +179,7 @@ def _dependency(ctx: _Ctx, v: str | None) -> None:
 
 _HANDLERS: dict[str, Handler] = {
     "account": _text("account"),
-    "array": lambda ctx, v: ctx.put("array", jobrefs.array(_need(v))),
+    "array": lambda ctx, v: ctx.put("array", jobrefs.array(_need(v), ctx.state.max_array_size)),
     "begin": _begin,
     "chdir": _text("chdir"),
     "constraint": _text("constraint"),

@@ -16,7 +16,8 @@ from tide.hostlist import parse_index_ranges
 from tide.jobspec.errors import JobSpecError
 from tide.model import ArraySpec, Dependency, DependencyItem, DependencyType
 
-MAX_ARRAY_INDEX = 4_000_000  # Slurm's ceiling for MaxArraySize - 1; the site limit applies later
+MAX_ARRAY_INDEX = 4_000_000  # Slurm's ceiling for MaxArraySize - 1
+MAX_ARRAY_SIZE = MAX_ARRAY_INDEX + 1  # without a site's MaxArraySize (the server passes its own)
 
 _TYPES = {t.value: t for t in DependencyType if t is not DependencyType.SINGLETON}
 _JOB_RE = re.compile(r"(\d+)(?:_(\d+|\*|\[[\d,\-]+\]))?(?:\+(\d+))?")
@@ -130,8 +131,10 @@ _ARRAY_ACCEPTED = (
 )
 
 
-def array(text: str) -> ArraySpec:
-    """--array: the task ids (sorted, without repeats) and the throttle."""
+def array(text: str, max_size: int = MAX_ARRAY_SIZE) -> ArraySpec:
+    """--array: the task ids (sorted, without repeats) and the throttle. Every
+    id must be below `max_size` (MaxArraySize), checked before any is listed,
+    so a short option can never build a huge list."""
     body, pct, limit = text.strip().partition("%")
     max_running = None
     if pct:
@@ -152,7 +155,11 @@ def array(text: str) -> ArraySpec:
         step = int(m.group(3)) if m.group(3) else 1
         if hi < lo or step < 1:
             raise JobSpecError("--array", text, f"{part!r} is an empty range; {_ARRAY_ACCEPTED}")
-        if hi > MAX_ARRAY_INDEX:
-            raise JobSpecError("--array", text, f"index {hi} is above {MAX_ARRAY_INDEX}")
+        if hi >= max_size:
+            raise JobSpecError(
+                "--array", text,
+                f"index {hi} is not below MaxArraySize={max_size}; use indexes "
+                f"0-{max(0, max_size - 1)} (split a bigger sweep into several arrays)",
+            )  # fmt: skip
         ids.update(range(lo, hi + 1, step))
     return ArraySpec(tuple(sorted(ids)), max_running)

@@ -19,6 +19,7 @@ from tide.jobspec.argv import split_argv
 from tide.jobspec.build import build
 from tide.jobspec.errors import JobSpecError
 from tide.jobspec.handlers import apply
+from tide.jobspec.jobrefs import MAX_ARRAY_SIZE
 from tide.jobspec.options import ENV_OPTIONS, Arg, spec
 from tide.jobspec.render import to_argv
 from tide.jobspec.script import check_script, directives, wrap_script
@@ -53,10 +54,14 @@ class ParsedJob:
 
 
 def parse_args(
-    argv: Sequence[str], now: float = 0.0, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    now: float = 0.0,
+    env: Mapping[str, str] | None = None,
+    max_array_size: int = MAX_ARRAY_SIZE,
 ) -> ParsedArgs:
-    """Parse sbatch's command line (the words after "sbatch")."""
-    state = State(now=now)
+    """Parse sbatch's command line (the words after "sbatch"); array task ids
+    must be below `max_array_size` (slurm.conf MaxArraySize)."""
+    state = State(now=now, max_array_size=max_array_size)
     _apply_env(state, env or {})
     remainder = _apply_cli(state, argv)
     wrap = state.get("wrap")
@@ -73,6 +78,7 @@ def parse_script(
     argv: Sequence[str] = (),
     now: float = 0.0,
     env: Mapping[str, str] | None = None,
+    max_array_size: int = MAX_ARRAY_SIZE,
 ) -> ParsedJob:
     """Parse a batch script's #SBATCH directives, then `env`, then `argv`.
 
@@ -81,7 +87,7 @@ def parse_script(
     arguments for the script.
     """
     check_script(text)
-    state = State(now=now)
+    state = State(now=now, max_array_size=max_array_size)
     found, header_warnings = directives(text)
     for warning in header_warnings:
         state.warn(warning)

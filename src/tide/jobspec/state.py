@@ -30,6 +30,7 @@ class Setting:
 @dataclass(slots=True)
 class State:
     now: float = 0.0
+    max_array_size: int = 4_000_001  # the site's MaxArraySize (task ids below it)
     settings: dict[str, Setting] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     _seq: int = 0

@@ -62,6 +62,8 @@ def _node_count(text: str) -> int | None:
 
 
 def _size_list(text: str) -> list[int]:
+    """The smallest and largest positive size of a list like 1,5-9:2 (never
+    expanded: "1-2147483646:1" costs what "1-2" costs)."""
     sizes: list[int] = []
     for part in text.split(","):
         m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
@@ -70,10 +72,12 @@ def _size_list(text: str) -> list[int]:
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
         step = int(m.group(3)) if m.group(3) else 1
-        if hi < lo or step < 1:
+        if hi < lo or step < 1 or hi >= INT_MAX:
             return []
-        sizes.extend(range(lo, hi + 1, step))
-    return [s for s in sizes if s > 0]
+        last = lo + (hi - lo) // step * step
+        first = lo if lo > 0 else (step if step <= last else 0)
+        sizes += [s for s in (first, last) if s > 0]
+    return sizes
 
 
 def typed_count(flag: str, text: str) -> tuple[str, int]:

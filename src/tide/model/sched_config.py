@@ -68,5 +68,8 @@ class SchedulerConfig:
     # preemption (issue 7 fills these in)
     preempt_type: str = "preempt/none"
     preempt_mode: str = "OFF"
+    # submission limits (slurm.conf MaxArraySize, SchedulerParameters max_script_size)
+    max_array_size: int = 1001  # array task ids run 0..max_array_size-1
+    max_script_size: int = 4 * 1024 * 1024  # bytes of a batch script
     # unknown / passthrough keys kept for round-trips
     extra: dict[str, str] = field(default_factory=dict)

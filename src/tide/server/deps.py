@@ -16,8 +16,16 @@ def ctl_of(request: Request) -> Any:
 
 async def who(request: Request) -> Principal:
     """Async so a request costs no thread hop: tokens are checked from a cache
-    (a miss reads one indexed row)."""
-    return request.app.state.ctl.auth.principal(request.headers.get("authorization"))
+    (a miss reads one indexed row). A job's token (TIDE_JOB_TOKEN) reports
+    that job's progress and nothing else: it reaches only .../notify, where
+    the job must still be running (so it is dead once the job ends)."""
+    p: Principal = request.app.state.ctl.auth.principal(request.headers.get("authorization"))
+    if p.role == "job" and not request.url.path.endswith("/notify"):
+        raise forbidden(
+            "a job token can only report its own job's progress (POST /v1/jobs/ID/notify)",
+            "use your own token",
+        )
+    return p
 
 
 async def operator(request: Request) -> Principal:

@@ -8,12 +8,16 @@ shape, so the CLI can print one clear line and never a traceback.
 
 from __future__ import annotations
 
+import errno
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("tide.server")
 
 
 class ApiError(Exception):
@@ -26,6 +30,37 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": self.error, "field": self.field, "fix": self.fix}
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {k: {"type": "string"} for k in ("error", "field", "fix")},
+    "required": ["error", "field", "fix"],
+}
+_MEANING = {
+    400: "bad request: a value is wrong (the error names the field and the fix)",
+    401: "no token, or an invalid, expired or revoked one",
+    403: "the caller's role or ownership does not allow it",
+    404: "no such job, node, account, ...",
+    409: "the object is in a state that does not allow it",
+    413: "the request body is too large",
+    422: "the body or a parameter does not match the schema",
+    500: "internal error (logged)",
+    503: "the database is unavailable; nothing was stored",
+    507: "the server's disk is full; nothing was stored",
+}
+COMMON = (400, 401, 403, 404, 409, 422, 500, 503, 507)
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer."""
+    return {
+        code: {
+            "description": _MEANING[code],
+            "content": {"application/json": {"schema": ERROR_SCHEMA}},
+        }
+        for code in codes or COMMON
+    }
 
 
 def bad_request(error: str, field: str = "", fix: str = "") -> ApiError:
@@ -44,6 +79,41 @@ def conflict(error: str, field: str = "", fix: str = "") -> ApiError:
     return ApiError(409, error, field, fix)
 
 
+def store_error(exc: BaseException) -> ApiError | None:
+    """A full disk is 507 and an unavailable database 503: JSON that says
+    nothing was stored (the transaction rolled back), never a bare 500."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    text = str(exc).lower()
+    full = "disk is full" in text or "no space left" in text or "disk full" in text
+    if full or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return ApiError(
+            507,
+            "the server's disk is full: nothing was stored",
+            "",
+            "retry once an admin has freed space on the server's data disk",
+        )
+    lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
+    if isinstance(exc, OperationalError | InterfaceError) or lost:
+        return ApiError(
+            503,
+            "the database is unavailable: nothing was stored",
+            "",
+            "retry in a moment; if it lasts, tell an admin (tide server's log names the cause)",
+        )
+    return None
+
+
+def internal_error(exc: BaseException, what: str) -> ApiError:
+    """Any other exception: logged with its traceback, answered as JSON 500."""
+    found = store_error(exc)
+    if found is not None:
+        log.warning("%s: %s", what, found.error, exc_info=exc)
+        return found
+    log.error("%s failed", what, exc_info=exc)
+    return ApiError(500, f"internal error while handling {what}", "", "see the server's log")
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_req: Request, exc: ApiError) -> JSONResponse:
@@ -54,11 +124,46 @@ def install(app: FastAPI) -> None:
         return JSONResponse(validation_body(list(exc.errors())), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(req: Request, exc: StarletteHTTPException) -> JSONResponse:
         fix = "see /openapi.json for the routes" if exc.status_code in (404, 405) else ""
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            allowed = allowed_methods(app, req.scope)
+            headers["Allow"] = ", ".join(allowed)
+            fix = f"use {' or '.join(allowed)} on this path"
         return JSONResponse(
-            {"error": str(exc.detail), "field": "", "fix": fix}, status_code=exc.status_code
+            {"error": str(exc.detail), "field": "", "fix": fix},
+            status_code=exc.status_code,
+            headers=headers,
         )
+
+    @app.exception_handler(Exception)
+    async def _any(req: Request, exc: Exception) -> JSONResponse:
+        e = internal_error(exc, f"{req.method} {req.url.path}")
+        return JSONResponse(e.body(), status_code=e.status)
+
+
+def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
+    """Every method some route serves on this path (a 405's Allow header;
+    Starlette's names only the methods of the first route that matched)."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in _leaf_routes(app.router.routes):
+        match, _ = route.matches(scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods - {"HEAD"}) if methods - {"HEAD"} else sorted(methods)
+
+
+def _leaf_routes(routes: Any) -> Any:
+    """Routes with their methods (FastAPI may wrap an included router's)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _leaf_routes(inner.routes)
+        else:
+            yield route
 
 
 def validation_body(errs: list[Any]) -> dict[str, Any]:

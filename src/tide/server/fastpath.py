@@ -6,7 +6,8 @@ wrapper answers submissions itself with exactly the same steps as the
 FastAPI route (tide.server.routers.jobs.submit, which stays for the OpenAPI
 schema): token -> SubmitBody validation -> services.submit.prepare -> group
 commit -> 201 {"job_id", "warnings"[, "array_job_id", "job_ids"]}, and the
-same JSON errors. Every other request goes to the app untouched.
+same JSON errors. Every other request goes to the app untouched, unless
+its URL holds a NUL character (400: no name, id or filter holds one).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tide.server.errors import ApiError, validation_body
+from tide.server.errors import ApiError, internal_error, validation_body
 from tide.server.schemas import SubmitBody
 from tide.server.services import submit as submitting
 
@@ -32,23 +33,16 @@ class FastSubmit:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and _has_nul(scope):
+            await _answer(send, 400, _dumps(_NUL_ERROR))
+            return
         if (
             scope["type"] == "http"
             and scope["method"] == "POST"
             and scope["path"].rstrip("/") == "/v1/jobs"
         ):
             status, body = await self._submit(scope, receive)
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await _answer(send, status, body)
             return
         await self.app(scope, receive, send)
 
@@ -68,18 +62,16 @@ class FastSubmit:
                 raise ApiError(
                     400, f"the body is not JSON: {e}", "body", "send a JSON object"
                 ) from e
-            body = SubmitBody.model_validate(data)
-            prepared = submitting.prepare(ctl, who, body)
+            # parsing and checks off the event loop: a costly request cannot stall the API
+            prepared = await asyncio.to_thread(_prepare, ctl, who, data)
             await asyncio.wrap_future(ctl.writer.submit(prepared.rows))
         except ApiError as e:
             return e.status, _dumps(e.body())
         except ValidationError as e:
             return 422, _dumps(validation_body(e.errors()))
-        except Exception:
-            log.exception("submission failed")
-            return 500, _dumps(
-                {"error": "internal error while submitting", "field": "", "fix": "see the log"}
-            )
+        except Exception as e:
+            err = internal_error(e, "a submission")
+            return err.status, _dumps(err.body())
         first = prepared.rows[0]
         out: dict[str, Any] = {"job_id": first["id"], "warnings": prepared.warnings}
         if "array_job_id" in first:
@@ -88,6 +80,38 @@ class FastSubmit:
                 f"{first['array_job_id']}_{r['array_task_id']}" for r in prepared.rows
             ]
         return 201, _dumps(out)
+
+
+_NUL_ERROR = {
+    "error": "the URL holds a NUL character (%00)",
+    "field": "url",
+    "fix": "remove it: no name, id or filter contains one",
+}
+
+
+def _has_nul(scope: Scope) -> bool:
+    """A NUL in the path or query: no store can take it (PostgreSQL refuses it)."""
+    raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogateescape")
+    query = scope.get("query_string", b"")
+    return b"\x00" in raw or b"%00" in raw or b"%00" in query or b"\x00" in query
+
+
+async def _answer(send: Any, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _prepare(ctl: Any, who: Any, data: Any) -> submitting.Prepared:
+    return submitting.prepare(ctl, who, SubmitBody.model_validate(data))
 
 
 async def _read(receive: Any) -> bytes:

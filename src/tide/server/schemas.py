@@ -1,125 +1,265 @@
 """Request bodies of the REST API (pydantic). Responses are plain JSON dicts
-built by tide.server.views, documented by example in docs/server.md."""
+built by tide.server.views, documented by example in docs/server.md.
+
+Every field is checked here, at the boundary: types are strict (no "1" for 1,
+no 2.5 for a count, no "yes" for a bool), numbers have ranges, strings have
+lengths and may hold no NUL and no lone surrogate (what no store, file name
+or environment can take). What needs the cluster or the site's limits
+(MaxArraySize, partition sizes) is checked by the services.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from tide.model import DependencyType
+
+INT_MAX = 2**31 - 1  # sbatch's counts are C ints
+NICE_MAX = 2147483645  # sbatch(1) --nice
+PRIORITY_MAX = 2**32 - 2  # scontrol update Priority (0xfffffffe)
+MAX_SECONDS = 100 * 365 * 86400  # a time limit or delay beyond a century is a typo
+MAX_EPOCH = 253402300799.0  # 9999-12-31: begin and reservation times
+MAX_SCRIPT = 64 * 1024 * 1024  # bytes; the site's max_script_size (4 MiB) applies later
+MAX_ITEMS = 10_000  # argv words, env variables, list entries
 
 
-class SubmitBody(BaseModel):
+def _clean(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("holds a NUL character; remove it")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid UTF-8 (it holds a lone surrogate)") from None
+    return text
+
+
+def _text(max_length: int) -> Any:
+    return Annotated[str, Field(max_length=max_length), AfterValidator(_clean)]
+
+
+# lengths as the store's columns hold them (PostgreSQL refuses longer values)
+Word = _text(128)  # names of accounts, partitions, users, nodes, signals
+Short = _text(64)  # QOS and reservation names
+GpuType = _text(32)
+JobName = _text(256)
+Name = _text(1024)  # descriptions, reasons, constraints
+Path = _text(4096)  # file and directory paths
+Value = _text(128 * 1024)  # one environment value, one argv word
+Script = _text(MAX_SCRIPT)
+Count = Annotated[int, Field(strict=True, ge=1, le=INT_MAX)]
+Count0 = Annotated[int, Field(strict=True, ge=0, le=INT_MAX)]
+Seconds = Annotated[int, Field(strict=True, ge=0, le=MAX_SECONDS)]
+Limit = Annotated[int, Field(strict=True, ge=1, le=MAX_SECONDS)]  # a time limit
+Epoch = Annotated[float, Field(strict=True, ge=0, le=MAX_EPOCH, allow_inf_nan=False)]
+Nice = Annotated[int, Field(strict=True, ge=-NICE_MAX, le=NICE_MAX)]
+Priority = Annotated[int, Field(strict=True, ge=0, le=PRIORITY_MAX)]
+Bool = Annotated[bool, Field(strict=True)]
+JobRef = Annotated[str, Field(pattern=r"^[1-9][0-9]{0,17}(_[0-9]{1,9})?$")]  # 12 or 12_3
+Env = Annotated[dict[Word, Value], Field(max_length=MAX_ITEMS)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DependencyItemSpec(Strict):
+    type: DependencyType
+    job_ids: list[JobRef] = Field(default_factory=list, max_length=MAX_ITEMS)
+    delay: Seconds = 0
+
+
+class DependencySpec(Strict):
+    items: list[DependencyItemSpec] = Field(..., min_length=1, max_length=1000)
+    any_of: Bool = False
+
+
+class ArrayBody(Strict):
+    task_ids: list[Annotated[int, Field(strict=True, ge=0, le=4_000_000)]] = Field(
+        ..., min_length=1, max_length=4_000_001
+    )
+    max_running: Count | None = None
+
+
+class SignalBody(Strict):
+    signal: Word = "USR1"
+    lead: Annotated[int, Field(strict=True, ge=0, le=65535)] = 60
+    batch_only: Bool = False
+    reservation: Bool = False
+
+
+class JobSpec(Strict):
+    """JobRequest fields as JSON (`job` in a submission): sbatch's options by
+    their tide names; a field left out is not given (the default applies)."""
+
+    name: JobName = "sbatch"
+    nodes_min: Count | None = None
+    nodes_max: Count | None = None
+    ntasks: Count | None = None
+    ntasks_per_node: Count | None = None
+    gpus: Count0 | None = None
+    gpus_per_node: Count0 | None = None
+    gpus_per_task: Count0 | None = None
+    gpu_type: GpuType = ""
+    cpus_per_task: Count = 1
+    cpus_per_gpu: Count | None = None
+    mem_per_node: Count0 | None = Field(None, description="MB")
+    mem_per_gpu: Count0 | None = Field(None, description="MB")
+    mem_per_cpu: Count0 | None = Field(None, description="MB")
+    time_limit: Limit | None = Field(None, description="seconds; none = partition default")
+    time_min: Limit | None = None
+    partitions: list[Word] = Field(default_factory=list, max_length=64)
+    account: Word = ""
+    qos: Short = ""
+    nice: Nice = 0
+    exclusive: Bool = False
+    constraint: Name = ""
+    nodelist: list[Word] = Field(default_factory=list, max_length=MAX_ITEMS)
+    exclude: list[Word] = Field(default_factory=list, max_length=MAX_ITEMS)
+    switches: Count0 | None = None
+    switches_wait: Seconds | None = None
+    enforce_binding: Bool = False
+    begin: Epoch | None = Field(None, description="epoch seconds")
+    dependency: DependencySpec | None = None
+    array: ArrayBody | None = None
+    requeue: Bool | None = None
+    signal: SignalBody | None = None
+    hold: Bool = False
+    output: Path = ""
+    error: Path = ""
+    chdir: Path = ""
+    export: Value = "ALL"
+    reservation: Short = ""
+    priority: Priority | None = Field(None, description="operators only")
+
+
+class SubmitBody(Strict):
     """A job: an sbatch script (its #SBATCH lines are read) plus sbatch options
     in `argv`, and/or a JSON job spec in `job` (JobRequest fields, which win)."""
 
-    script: str = Field("", description="batch script body, starting with #!")
-    argv: list[str] = Field(default_factory=list, description="sbatch options, e.g. ['-N2']")
-    script_args: list[str] = Field(default_factory=list, description="arguments of the script")
-    job: dict[str, Any] | None = Field(None, description="JobRequest fields (see docs)")
-    wrap: str = Field("", description="a command to wrap in a sh script (sbatch --wrap)")
-    env: dict[str, str] = Field(default_factory=dict, description="the submitter's environment")
-    cwd: str = Field("", description="submit directory (SLURM_SUBMIT_DIR)")
-    user: str = Field("", description="operators only: submit as this user")
+    script: Script = Field("", description="batch script body, starting with #!")
+    argv: list[Value] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="sbatch options, e.g. ['-N2']"
+    )
+    script_args: list[Value] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="arguments of the script"
+    )
+    job: JobSpec | None = Field(None, description="JobRequest fields (see docs)")
+    wrap: Value = Field("", description="a command to wrap in a sh script (sbatch --wrap)")
+    env: Env = Field(default_factory=dict, description="the submitter's environment")
+    cwd: Path = Field("", description="submit directory (SLURM_SUBMIT_DIR)")
+    user: Word = Field("", description="operators only: submit as this user")
 
 
-class BatchBody(BaseModel):
+class BatchBody(Strict):
     """Many submissions in one request (a workflow tool, a sweep): each is checked
     on its own; the good ones are stored in one transaction."""
 
     jobs: list[SubmitBody] = Field(..., min_length=1, max_length=10_000)
 
 
-class UpdateBody(BaseModel):
-    time_limit: int | None = Field(None, description="seconds")
-    priority: int | None = Field(None, description="operators: fixed priority (0 holds)")
-    nice: int | None = None
-    site_factor: int | None = Field(None, description="operators: multifactor SiteFactor")
-    name: str | None = None
-    partition: str | None = None
-    qos: str | None = None
-    account: str | None = None
+class UpdateBody(Strict):
+    time_limit: Limit | None = Field(None, description="seconds")
+    priority: Priority | None = Field(None, description="operators: fixed priority (0 holds)")
+    nice: Nice | None = None
+    site_factor: Annotated[int, Field(strict=True, ge=-NICE_MAX, le=NICE_MAX)] | None = Field(
+        None, description="operators: multifactor SiteFactor"
+    )
+    name: JobName | None = None
+    partition: Name | None = None
+    qos: Short | None = None
+    account: Word | None = None
 
 
-class NotifyBody(BaseModel):
-    event: str = Field("step", description="'step', 'tasks_running' or 'checkpoint'")
-    step: int | None = Field(None, ge=0, description="training step number for 'step'")
+class NotifyBody(Strict):
+    event: Word = Field("step", description="'step', 'tasks_running' or 'checkpoint'")
+    step: Count0 | None = Field(None, description="training step number for 'step'")
     tokens: float | None = Field(
         None, ge=0, le=1e15, allow_inf_nan=False,
         description="'step': tokens processed since the previous step report",
-    )
+    )  # fmt: skip
     flops_per_token: float | None = Field(
         None, gt=0, le=1e21, allow_inf_nan=False,
         description="'step': the model's training FLOPs per token (declares it for MFU)",
-    )
+    )  # fmt: skip
     params: float | None = Field(
         None, gt=0, le=1e16, allow_inf_nan=False,
         description="'step': the model's parameters (FLOPs per token = 6 x params)",
+    )  # fmt: skip
+
+
+class ReasonBody(Strict):
+    reason: Name = ""
+
+
+TresMap = dict[Word, Annotated[int, Field(strict=True, ge=-1, le=2**53)]]
+LimitValue = Annotated[int, Field(strict=True, ge=-1, le=2**53)] | None | TresMap
+Limits = Annotated[dict[Word, LimitValue], Field(max_length=64)]
+Shares = Annotated[int, Field(strict=True, ge=0, le=INT_MAX)]
+
+
+class AccountBody(Strict):
+    name: Word
+    parent: Word = "root"
+    fairshare: Shares = 1
+    description: Name = ""
+    organization: Name = ""
+    qos: list[Short] = Field(default_factory=list, max_length=1000)
+    default_qos: Short = ""
+    limits: Limits = Field(default_factory=dict)
+
+
+class UserBody(Strict):
+    name: Word
+    admin_level: Word = "None"
+    default_account: Word = ""
+    accounts: list[Word] = Field(default_factory=list, max_length=1000)
+
+
+class AssocBody(Strict):
+    user: Word
+    account: Word
+    fairshare: Shares = 1
+    qos: list[Short] = Field(default_factory=list, max_length=1000)
+    default_qos: Short = ""
+    limits: Limits = Field(default_factory=dict)
+    default_account: Bool = False
+
+
+class QosBody(Strict):
+    name: Short
+    priority: Annotated[int, Field(strict=True, ge=0, le=INT_MAX)] = 0
+    limits: Limits = Field(default_factory=dict)
+    preempt: list[Short] = Field(default_factory=list, max_length=1000)
+    preempt_mode: Word = ""
+    grace_time: Seconds = 0
+    preempt_exempt_time: Seconds | None = Field(None, description="seconds; none = no exemption")
+    usage_factor: Annotated[float, Field(strict=True, ge=0, le=1e6, allow_inf_nan=False)] = 1.0
+    flags: list[Word] = Field(default_factory=list, max_length=100)
+
+
+class TokenBody(Strict):
+    user: Word
+    name: Word = ""
+    expires_in: Limit | None = Field(None, description="seconds (> 0); none = never")
+
+
+class ReservationBody(Strict):
+    name: Short
+    start: Epoch | None = Field(None, description="epoch seconds; none = now")
+    duration: Limit | None = Field(None, description="seconds (or give end)")
+    end: Epoch | None = None
+    nodes: list[Name] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="node names or hostlists"
     )
+    gpus: Count0 = 0
+    accounts: list[Word] = Field(default_factory=list, max_length=1000)
+    users: list[Word] = Field(default_factory=list, max_length=1000)
+    flags: list[Word] = Field(default_factory=list, max_length=100)
+    partition: Word = ""
 
 
-class ReasonBody(BaseModel):
-    reason: str = ""
-
-
-class AccountBody(BaseModel):
-    name: str
-    parent: str = "root"
-    fairshare: int = 1
-    description: str = ""
-    organization: str = ""
-    qos: list[str] = Field(default_factory=list)
-    default_qos: str = ""
-    limits: dict[str, Any] = Field(default_factory=dict)
-
-
-class UserBody(BaseModel):
-    name: str
-    admin_level: str = "None"
-    default_account: str = ""
-    accounts: list[str] = Field(default_factory=list)
-
-
-class AssocBody(BaseModel):
-    user: str
-    account: str
-    fairshare: int = 1
-    qos: list[str] = Field(default_factory=list)
-    default_qos: str = ""
-    limits: dict[str, Any] = Field(default_factory=dict)
-    default_account: bool = False
-
-
-class QosBody(BaseModel):
-    name: str
-    priority: int = 0
-    limits: dict[str, Any] = Field(default_factory=dict)
-    preempt: list[str] = Field(default_factory=list)
-    preempt_mode: str = ""
-    grace_time: int = 0
-    preempt_exempt_time: int | None = Field(None, description="seconds; none = no exemption")
-    usage_factor: float = 1.0
-    flags: list[str] = Field(default_factory=list)
-
-
-class TokenBody(BaseModel):
-    user: str
-    name: str = ""
-    expires_in: int | None = Field(None, description="seconds; none = never")
-
-
-class ReservationBody(BaseModel):
-    name: str
-    start: float | None = Field(None, description="epoch seconds; none = now")
-    duration: int | None = Field(None, description="seconds (or give end)")
-    end: float | None = None
-    nodes: list[str] = Field(default_factory=list, description="node names or hostlists")
-    gpus: int = 0
-    accounts: list[str] = Field(default_factory=list)
-    users: list[str] = Field(default_factory=list)
-    flags: list[str] = Field(default_factory=list)
-    partition: str = ""
-
-
-class PriceBody(BaseModel):
-    gpu_type: str = Field("", description="'' = GPUs without a type / default")
-    per_gpu_hour: float
+class PriceBody(Strict):
+    gpu_type: GpuType = Field("", description="'' = GPUs without a type / default")
+    per_gpu_hour: Annotated[float, Field(strict=True, ge=0, le=1e9, allow_inf_nan=False)]

@@ -74,13 +74,13 @@ class SubmitWriter:
         try:
             with self._sessions.begin() as s:
                 jobrepo.insert_jobs(s, [r for rows, _ in batch for r in rows])
-        except Exception:
+        except Exception as e:
             if len(batch) > 1:  # one bad submission must not fail the others
                 for one in batch:
                     self._write([one])
                 return
-            log.exception("submission failed to commit")
-            batch[0][1].set_exception(RuntimeError("the store refused the job"))
+            log.warning("submission failed to commit: %s", e)
+            batch[0][1].set_exception(e)  # the API says why (tide.server.errors.store_error)
             return
         self.commits += 1
         n = sum(len(rows) for rows, _ in batch)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 
 from tide.server.auth import Principal
 from tide.server.deps import admin, ctl_of, who
+from tide.server.errors import responses
 from tide.server.schemas import (
     AccountBody,
     AssocBody,
@@ -18,7 +19,7 @@ from tide.server.schemas import (
 )
 from tide.server.services import admin as svc
 
-router = APIRouter(prefix="/v1", tags=["admin"])
+router = APIRouter(prefix="/v1", tags=["admin"], responses=responses())
 Who = Annotated[Principal, Depends(who)]
 Admin = Annotated[Principal, Depends(admin)]
 

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from tide.server import views
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
-from tide.server.errors import ApiError, bad_request
-from tide.server.schemas import BatchBody, NotifyBody, SubmitBody, UpdateBody
+from tide.server.errors import ApiError, responses
+from tide.server.schemas import MAX_EPOCH, BatchBody, NotifyBody, SubmitBody, UpdateBody
 from tide.server.services import efficiency as eff
 from tide.server.services import jobs as svc
 from tide.server.services import submit as submitting
 from tide.store.jobs import ACTIVE, JobFilter
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=responses())
 Who = Annotated[Principal, Depends(who)]
 
 
 @router.post("", status_code=201, summary="Submit a job (sbatch script + options, or JSON)")
 async def submit(body: SubmitBody, request: Request, p: Who) -> dict[str, Any]:
     ctl = ctl_of(request)
-    prepared = submitting.prepare(ctl, p, body)
+    prepared = await asyncio.to_thread(submitting.prepare, ctl, p, body)  # off the event loop
     await asyncio.wrap_future(ctl.writer.submit(prepared.rows))
     ids = prepared.job_ids
     first = prepared.rows[0]
@@ -66,24 +66,39 @@ def _csv(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v for x in values or () for v in x.split(",") if v)
 
 
-@router.get("", summary="List jobs (squeue / sacct filters)")
+@router.get(
+    "",
+    summary="List jobs (squeue / sacct filters)",
+    responses={
+        200: {
+            "description": "jobs as objects or columns (JSON), or squeue text",
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "text/plain": {"schema": {"type": "string"}},
+            },
+        }
+    },
+)
 def list_jobs(
     request: Request,
     p: Who,
-    state: Annotated[list[str] | None, Query(description="states, e.g. PENDING,RUNNING")] = None,
-    user: Annotated[list[str] | None, Query()] = None,
-    account: Annotated[list[str] | None, Query()] = None,
-    partition: Annotated[list[str] | None, Query()] = None,
-    name: Annotated[list[str] | None, Query()] = None,
-    job: Annotated[
-        list[str] | None, Query(description="job ids; an array id means all tasks")
-    ] = None,
+    state: Annotated[list[str], Query(description="states, e.g. PENDING,RUNNING")] = [],  # noqa: B006 (FastAPI copies it per request)
+    user: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
+    account: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
+    partition: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
+    name: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
+    job: Annotated[list[str], Query(description="job ids; an array id means all tasks")] = [],  # noqa: B006
     all: Annotated[bool, Query(description="finished jobs too (sacct)")] = False,
-    start: Annotated[float | None, Query(description="ended at/after (epoch)")] = None,
-    end: Annotated[float | None, Query(description="submitted at/before (epoch)")] = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    start: Annotated[
+        float | None, Query(ge=0, le=MAX_EPOCH, description="ended at/after (epoch)")
+    ] = None,
+    end: Annotated[
+        float | None, Query(ge=0, le=MAX_EPOCH, description="submitted at/before (epoch)")
+    ] = None,
+    limit: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
     format: Annotated[
-        str, Query(description="'objects', 'columns' (compact), 'squeue' or 'squeue-start' (text)")
+        Literal["objects", "columns", "squeue", "squeue-start"],
+        Query(description="'objects', 'columns' (compact), 'squeue' or 'squeue-start' (text)"),
     ] = "objects",
     efficiency: Annotated[
         bool, Query(description="objects: add each job's training efficiency (or null)")
@@ -105,12 +120,7 @@ def list_jobs(
     states = tuple(s.upper() for s in _csv(state))
     if not states and not all and start is None:
         states = ACTIVE
-    ids: list[int] = []
-    for j in _csv(job):
-        head = j.split("_", 1)[0]
-        if not head.isdigit():
-            raise bad_request(f"job id {j!r} is not a number", "job", "e.g. job=12")
-        ids.append(int(head))
+    ids = [svc.parse_id(j)[0] for j in _csv(job)]
     f = JobFilter(
         ids=tuple(ids),
         array_ids=tuple(ids),

@@ -6,13 +6,15 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import PlainTextResponse
 
 import tide
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
+from tide.server.errors import responses
 
-router = APIRouter(prefix="/v1", tags=["meta"])
-metrics_router = APIRouter(tags=["meta"])
+router = APIRouter(prefix="/v1", tags=["meta"], responses=responses(401, 500, 503))
+metrics_router = APIRouter(tags=["meta"], responses=responses(500))
 
 
 @router.get("/ping", summary="Liveness (no token needed)")
@@ -20,7 +22,12 @@ def ping() -> dict[str, Any]:
     return {"ok": True, "version": tide.__version__, "time": time.time()}
 
 
-@metrics_router.get("/metrics", summary="Prometheus metrics (aggregates, no token)")
+@metrics_router.get(
+    "/metrics",
+    summary="Prometheus metrics (aggregates, no token)",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
 def metrics(request: Request) -> Response:
     from tide.server.metrics import render
 

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Depends, Request
 
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, operator, who
-from tide.server.errors import not_found
+from tide.server.errors import not_found, responses
 from tide.server.schemas import ReasonBody
 from tide.server.services import nodes as svc
 
-router = APIRouter(prefix="/v1", tags=["nodes"])
+router = APIRouter(prefix="/v1", tags=["nodes"], responses=responses())
 Who = Annotated[Principal, Depends(who)]
 Op = Annotated[Principal, Depends(operator)]
 

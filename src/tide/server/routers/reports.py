@@ -9,9 +9,11 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
+from tide.server.errors import responses
+from tide.server.schemas import MAX_EPOCH
 from tide.server.services import reports as svc
 
-router = APIRouter(prefix="/v1", tags=["reports"])
+router = APIRouter(prefix="/v1", tags=["reports"], responses=responses())
 Who = Annotated[Principal, Depends(who)]
 
 
@@ -25,8 +27,8 @@ def share(request: Request, p: Who) -> dict[str, Any]:
 def priority(
     request: Request,
     p: Who,
-    job: Annotated[list[str] | None, Query()] = None,
-    user: Annotated[list[str] | None, Query()] = None,
+    job: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
+    user: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
 ) -> dict[str, Any]:
     return {"jobs": svc.priorities(ctl_of(request), p, job or [], user or [])}
 
@@ -35,8 +37,12 @@ def priority(
 def usage_report(
     request: Request,
     p: Who,
-    start: Annotated[float | None, Query(description="epoch; default now - 1 day")] = None,
-    end: Annotated[float | None, Query(description="epoch; default now")] = None,
+    start: Annotated[
+        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now - 1 day")
+    ] = None,
+    end: Annotated[
+        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now")
+    ] = None,
     by: Annotated[str, Query(description="user or account")] = "user",
 ) -> dict[str, Any]:
     now = time.time()

@@ -8,10 +8,11 @@ from fastapi import APIRouter, Depends, Request
 
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, operator, who
+from tide.server.errors import responses
 from tide.server.schemas import ReservationBody
 from tide.server.services import reservations as svc
 
-router = APIRouter(prefix="/v1/reservations", tags=["reservations"])
+router = APIRouter(prefix="/v1/reservations", tags=["reservations"], responses=responses())
 
 
 @router.get("", summary="Current and future reservations")

@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
+from tide.server.errors import responses
 from tide.server.services import serving as svc
 
-router = APIRouter(prefix="/v1/services", tags=["services"])
+router = APIRouter(prefix="/v1/services", tags=["services"], responses=responses())
 Who = Annotated[Principal, Depends(who)]
 
 

@@ -147,6 +147,8 @@ def put_user(ctl: Any, body: UserBody) -> dict[str, Any]:
                 "create it first: tide admin account add NAME",
             )
     with ctl.sessions.begin() as s:
+        if level != "Administrator":
+            _keep_an_admin(s, f"demoting {body.name!r}", user=body.name)
         for acct in body.accounts:
             if ctl.tree.assoc(body.name, acct) is None:
                 acctrepo.put_assoc(s, UserAssoc(body.name, acct))
@@ -162,6 +164,7 @@ def delete_user(ctl: Any, who: Principal, name: str) -> None:
     with ctl.sessions.begin() as s:
         if acctrepo.get_user(s, name) is None:
             raise not_found("user", name, "list them with `tide admin user list`")
+        _keep_an_admin(s, f"deleting {name!r}", user=name)
         acctrepo.delete_user(s, name)
         for t in tokrepo.list_tokens(s, name):
             tokrepo.revoke(s, t.id)
@@ -258,7 +261,11 @@ def create_token(ctl: Any, body: TokenBody) -> dict[str, Any]:
     expires = now + body.expires_in if body.expires_in else None
     with ctl.sessions.begin() as s:
         if acctrepo.get_user(s, body.user) is None:
-            acctrepo.put_user(s, body.user, "None")
+            raise not_found(
+                "user",
+                body.user,
+                f"create the user first: tide admin user add {body.user} --account ACCOUNT",
+            )
         secret, row = tokrepo.create(s, body.user, now, body.name, expires)
         token_id = row.id
     return {
@@ -288,9 +295,29 @@ def list_tokens(ctl: Any) -> list[dict[str, Any]]:
 
 def revoke_token(ctl: Any, token_id: int) -> None:
     with ctl.sessions.begin() as s:
+        _keep_an_admin(s, f"revoking token {token_id}", token_id=token_id)
         if not tokrepo.revoke(s, token_id):
             raise not_found("token", token_id, "list them with `tide admin token list`")
     ctl.auth.invalidate()
+
+
+def _keep_an_admin(s: Any, action: str, user: str = "", token_id: int | None = None) -> None:
+    """Refuse a change that would leave no Administrator with a working token
+    (nobody could then administer the cluster, or undo the change)."""
+    now = time.time()
+    admins = {
+        name for name, level in s.execute(select(UserRow.name, UserRow.admin_level))
+        if level.lower() in ("administrator", "admin") and name != user
+    }  # fmt: skip
+    for t in tokrepo.list_tokens(s):
+        usable = not t.revoked and (t.expires is None or t.expires > now)
+        if usable and t.user in admins and t.id != token_id:
+            return
+    raise conflict(
+        f"{action} would leave no administrator with a working token",
+        "",
+        "create another administrator and a token for them first",
+    )
 
 
 def set_price(ctl: Any, gpu_type: str, price: float) -> dict[str, float]:

@@ -23,7 +23,7 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 REASON = "SchedulingError"
-MAX_REASON = 400
+MAX_REASON = 64  # the jobs.reason column; the history keeps the whole error
 
 
 def quarantined(held: str, reason: str) -> bool:
@@ -37,7 +37,7 @@ def hold(ctl: Any, faults: Iterable[JobFault], now: float) -> list[int]:
     held = []
     with ctl.sessions.begin() as s:
         for f in faults:
-            reason = f"{REASON}: {f.error}"[:MAX_REASON]
+            reason = f"{REASON}: {f.error}"[:MAX_REASON]  # shown by squeue
             ok = jobrepo.transition(
                 s,
                 f.job_id,
@@ -49,7 +49,7 @@ def hold(ctl: Any, faults: Iterable[JobFault], now: float) -> list[int]:
             if not ok:
                 continue
             jobrepo.add_event(
-                s, f.job_id, now, "PENDING", "PENDING", f"held: {reason}", "scheduler"
+                s, f.job_id, now, "PENDING", "PENDING", f"held: {REASON}: {f.error}", "scheduler"
             )
             held.append(f.job_id)
     for f in faults:

@@ -8,6 +8,7 @@ whole array (every task), like scancel.
 from __future__ import annotations
 
 import json
+import re
 import signal as signals
 import threading
 import time
@@ -26,13 +27,16 @@ from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
 
+MAX_ID = 2**62  # larger numbers name no job (and fit no store's integer)
+
 
 def parse_id(text: str) -> tuple[int, int | None]:
     """'12' -> (12, None); '12_3' -> (12, 3)."""
     head, sep, tail = text.partition("_")
-    if not head.isdigit() or (sep and not tail.isdigit()):
+    ok = re.fullmatch(r"[0-9]{1,19}", head) and (not sep or re.fullmatch(r"[0-9]{1,19}", tail))
+    if not ok or int(head) > MAX_ID or (sep and int(tail) > MAX_ID):
         raise bad_request(
-            f"job id {text!r} is not a job id", "job_id", "use a number like 12 or 12_3"
+            f"job id {text[:40]!r} is not a job id", "job_id", "use a number like 12 or 12_3"
         )
     return int(head), int(tail) if sep else None
 
@@ -113,12 +117,7 @@ def queue_text(
         if users and set(users) != {who.user}:
             raise forbidden(f"user {who.user!r} may list only their own jobs", "drop --user")
         users = (who.user,)
-    job_ids = set()
-    for j in ids:
-        head = j.split("_", 1)[0]
-        if not head.isdigit():
-            raise bad_request(f"job id {j!r} is not a number", "job", "e.g. job=12")
-        job_ids.add(int(head))
+    job_ids = {parse_id(j)[0] for j in ids}
     f = QueueFilter(
         ids=frozenset(job_ids),
         states=frozenset(s.upper() for s in states),
@@ -349,13 +348,14 @@ def update(ctl: Any, who: Principal, text: str, body: UpdateBody) -> list[dict[s
                         key,
                         "update it before the job starts",
                     )
-                _check_known(ctl, key, new)
                 if key == "partition":
                     changes["partitions"] = tuple(new.split(","))
                     values["partition"] = new
                 else:
                     changes[key] = new
                     values[key] = new
+            if {"partition", "qos", "account"} & set(values):
+                _check_associations(ctl, row, req, changes)
             if not values:
                 raise bad_request("nothing to update", "", "give time_limit, priority, nice, ...")
             if row.state not in ("PENDING", *LIVE):
@@ -405,22 +405,20 @@ def _check_time(who: Principal, row: JobRow, old: int | None, new: int) -> None:
         )
 
 
-def _check_known(ctl: Any, key: str, value: str) -> None:
-    if key == "partition":
-        for p in value.split(","):
-            if ctl.cluster.partition(p) is None:
-                names = ", ".join(x.name for x in ctl.cluster.partitions)
-                raise bad_request(f"partition {p!r} does not exist", key, f"use one of: {names}")
-    elif key == "qos" and value not in ctl.tree.qos:
-        raise bad_request(
-            f"QOS {value!r} does not exist", key, f"use one of: {', '.join(sorted(ctl.tree.qos))}"
-        )
-    elif key == "account" and value not in ctl.tree.accounts:
-        raise bad_request(
-            f"account {value!r} does not exist",
-            key,
-            f"use one of: {', '.join(sorted(ctl.tree.accounts))}",
-        )
+def _check_associations(ctl: Any, row: JobRow, req: Any, changes: dict[str, Any]) -> None:
+    """A new account, QOS or partition is checked as at submit, against the
+    job owner's associations and the partitions' AllowAccounts/AllowQos
+    (InvalidAccount, InvalidQOS, AccountNotAllowed...): a PATCH can move a job
+    nowhere its owner could not have submitted it."""
+    from tide.server.services.submit import resolve
+
+    merged = replace(
+        req,
+        account=changes.get("account", row.account),
+        qos=changes.get("qos", row.qos),
+        partitions=changes.get("partitions", tuple(p for p in row.partition.split(",") if p)),
+    )
+    resolve(ctl, merged, row.user)
 
 
 def _retime(ctl: Any, job_id: int, seconds: int | None) -> None:

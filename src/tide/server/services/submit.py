@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tide.model import JobRequest, Partition
+from tide.model.sched_config import SchedulerConfig
 from tide.server.auth import Principal
-from tide.server.errors import bad_request, forbidden
-from tide.server.schemas import SubmitBody
+from tide.server.errors import bad_request, forbidden, not_found
+from tide.server.schemas import JobSpec, SubmitBody
 from tide.server.services import feasible
 from tide.store import codec
 
-MAX_ARRAY = 100_000  # MaxArraySize-like guard
+MAX_JOB_ID = 2**62  # larger ids name no job (and fit no store's integer)
 
 
 @dataclass(slots=True)
@@ -33,16 +34,21 @@ class Prepared:
         return [r["id"] for r in self.rows]
 
 
-def build_request(body: SubmitBody, now: float) -> tuple[JobRequest, str, list[str], list[str]]:
+def build_request(
+    body: SubmitBody, now: float, config: SchedulerConfig | None = None
+) -> tuple[JobRequest, str, list[str], list[str]]:
     """(request, script, script_args, warnings) from a submit body.
 
     `argv` is sbatch's command line after "sbatch" (options, then optionally
     the script's path and its arguments), read with the script's #SBATCH
-    lines and the SBATCH_* variables of `env`, in sbatch's precedence."""
+    lines and the SBATCH_* variables of `env`, in sbatch's precedence; the
+    site's limits (MaxArraySize, max_script_size) come from `config`."""
     from tide.jobspec.errors import JobSpecError
     from tide.jobspec.sbatch import parse_args, parse_script
 
+    cfg = config or SchedulerConfig()
     script = body.script
+    _check_script_size(script, cfg.max_script_size)
     argv = list(body.argv)
     if body.wrap:
         if script:
@@ -52,11 +58,13 @@ def build_request(body: SubmitBody, now: float) -> tuple[JobRequest, str, list[s
     script_args = list(body.script_args)
     try:
         if script:
-            parsed = parse_script(script, argv, now, env=body.env)
+            parsed = parse_script(
+                script, argv, now, env=body.env, max_array_size=cfg.max_array_size
+            )
             req, script = parsed.request, parsed.script
             script_args = list(parsed.script_args) or script_args
         elif argv:
-            args = parse_args(argv, now, env=body.env)
+            args = parse_args(argv, now, env=body.env, max_array_size=cfg.max_array_size)
             req, script = args.request, args.script or ""
             script_args = list(args.remainder[1:]) or script_args
         else:
@@ -78,22 +86,25 @@ def build_request(body: SubmitBody, now: float) -> tuple[JobRequest, str, list[s
             "script",
             "add a first line such as #!/bin/bash",
         )
+    _check_script_size(script, cfg.max_script_size)  # a --wrap command too
     return req, script, script_args, warnings + list(req.warnings)
 
 
-def _overlay(req: JobRequest, spec: dict[str, Any]) -> JobRequest:
-    known = {f.name for f in fields(JobRequest)}
-    for key in spec:
-        if key not in known:
-            raise bad_request(
-                f"unknown job field {key!r}",
-                f"job.{key}",
-                "use JobRequest field names, e.g. nodes_min, gpus_per_node, time_limit",
-            )
-    try:
-        given = codec.request_from_dict(spec)
-    except (TypeError, ValueError, KeyError) as e:
-        raise bad_request(f"invalid job spec: {e}", "job", "check the field types") from e
+def _check_script_size(script: str, limit: int) -> None:
+    size = len(script.encode("utf-8"))
+    if size > limit:
+        raise bad_request(
+            f"the batch script is {size:,} bytes, more than this site's max_script_size "
+            f"({limit:,} bytes)",
+            "script",
+            "keep data out of the script: read it from a file the script names",
+        )
+
+
+def _overlay(req: JobRequest, job: JobSpec) -> JobRequest:
+    """The fields `job` gives (already checked by the schema) over `req`."""
+    spec = job.model_dump(exclude_unset=True)
+    given = codec.request_from_dict(spec)
     return replace(req, **{k: getattr(given, k) for k in spec})
 
 
@@ -119,8 +130,10 @@ def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
                 f"only operators may submit as another user (you are {who.user!r})",
                 "drop 'user' from the request",
             )
+        _check_user_exists(ctl, body.user)
         user = body.user
-    req, script, script_args, warnings = build_request(body, now)
+    req, script, script_args, warnings = build_request(body, now, ctl.config)
+    check_privileges(who, req.priority, req.nice)
     req, account, qos, parts = resolve(ctl, req, user)
     feasible.check(ctl.cluster, req, parts, ctl.feasible_cache)
     _check_dependency(ctl, req)
@@ -128,6 +141,34 @@ def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
     stored = replace(req, hold=False)  # what _rows wrote as the request JSON
     ctl.active.prime({r["id"]: stored for r in rows})
     return Prepared(rows, warnings, stored)
+
+
+def check_privileges(who: Principal, priority: int | None, nice: int | None) -> None:
+    """--priority and a negative --nice raise a job over others: operators only,
+    at submit as at update (Slurm's rule)."""
+    if priority is not None and not who.operator:
+        raise forbidden(
+            f"only operators may set a job's priority (--priority={priority})",
+            "drop --priority; use --nice=N (N >= 0) to lower your own job's priority",
+        )
+    if nice is not None and nice < 0 and not who.operator:
+        raise forbidden(
+            f"only operators may set a negative nice (--nice={nice})",
+            "use a nice >= 0",
+        )
+
+
+def _check_user_exists(ctl: Any, user: str) -> None:
+    from tide.store import accounts as acctrepo
+
+    with ctl.sessions() as s:
+        known = acctrepo.get_user(s, user) is not None
+    with ctl.lock:
+        known = known or any(u.user == user for u in ctl.tree.users)
+    if not known:
+        raise not_found(
+            "user", user, f"create the user first: tide admin user add {user} --account ACCOUNT"
+        )
 
 
 def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str, list[Partition]]:
@@ -145,7 +186,7 @@ def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
         account = "root"
     if account not in tree.accounts:
         raise bad_request(
-            f"--account={account}: no such account",
+            f"InvalidAccount: --account={account}: no such account",
             "account",
             f"use one of: {', '.join(sorted(tree.accounts))}",
         )
@@ -155,7 +196,7 @@ def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
     # (a fresh local install just works); one with associations uses only those.
     if assoc is None and (ctl.settings.enforce_associations or mine):
         raise bad_request(
-            f"--account={account}: user {user!r} is not a member of this account",
+            f"InvalidAccount: --account={account}: user {user!r} is not a member of this account",
             "account",
             f"use one of your accounts: {', '.join(mine)}"
             if mine
@@ -165,7 +206,17 @@ def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
     qos = qos or "normal"
     if qos not in tree.qos:
         raise bad_request(
-            f"--qos={qos}: no such QOS", "qos", f"use one of: {', '.join(sorted(tree.qos))}"
+            f"InvalidQOS: --qos={qos}: no such QOS",
+            "qos",
+            f"use one of: {', '.join(sorted(tree.qos))}",
+        )
+    allowed = (assoc.qos if assoc else ()) or tree.accounts[account].qos
+    if allowed and qos not in allowed:
+        raise bad_request(
+            f"InvalidQOS: --qos={qos} is not in the QOS list of user {user!r} on account "
+            f"{account!r}",
+            "qos",
+            f"use one of: {', '.join(allowed)} (or ask an admin to add {qos})",
         )
     names = list(req.partitions)
     if not names:
@@ -190,11 +241,21 @@ def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
             )
         if p.allow_accounts and account not in p.allow_accounts:
             raise bad_request(
-                f"--partition={name}: account {account!r} may not use this partition",
+                f"AccountNotAllowed: --partition={name}: account {account!r} may not use "
+                "this partition",
                 "partition",
                 f"accounts allowed: {', '.join(p.allow_accounts)}",
             )
+        if p.allow_qos and qos not in p.allow_qos:
+            raise bad_request(
+                f"QOSNotAllowed: --partition={name}: QOS {qos!r} may not use this partition",
+                "partition",
+                f"QOS allowed: {', '.join(p.allow_qos)}",
+            )
         parts.append(p)
+    most = max(len(p.nodes) for p in parts)  # a range is bounded by the cluster, as Slurm does
+    if req.nodes_max is not None and req.nodes_max > most:
+        req = replace(req, nodes_max=max(most, req.nodes_min or 1))
     limit = req.time_limit
     if limit is None:
         p0 = parts[0]
@@ -217,6 +278,13 @@ def _check_dependency(ctl: Any, req: JobRequest) -> None:
     if bad:
         raise bad_request(
             f"--dependency: {bad[0]!r} is not a job id", "dependency", "e.g. afterok:123"
+        )
+    huge = sorted(i for i in ids if i > MAX_JOB_ID)
+    if huge:
+        raise bad_request(
+            f"--dependency: job {huge[0]} does not exist",
+            "dependency",
+            "name jobs that `tide queue` or `tide acct` shows",
         )
     if not ids:
         return
@@ -249,11 +317,13 @@ def _rows(
     if req.array is not None:
         if not req.array.task_ids:
             raise bad_request("--array: no task ids", "array", "e.g. --array=0-15%4")
-        if len(req.array.task_ids) > MAX_ARRAY:
+        top = max(req.array.task_ids)
+        limit = ctl.config.max_array_size
+        if top >= limit:
             raise bad_request(
-                f"--array: {len(req.array.task_ids)} tasks is more than {MAX_ARRAY}",
+                f"--array: index {top} is not below MaxArraySize={limit}",
                 "array",
-                "split the array",
+                f"use indexes 0-{max(0, limit - 1)} (split a bigger sweep into several arrays)",
             )
         tasks = list(req.array.task_ids)
     # sbatch always sends its cwd; an API client that does not gets its HOME (or /tmp)
