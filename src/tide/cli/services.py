@@ -230,3 +230,24 @@ def logs(
         print(f"==> replica {r['replica']} (job {r['job_id']}) {r['path']} <==")
         for line in r["lines"]:
             print(line)
+
+
+@service_app.command("pools")
+def pools(as_json: JsonOpt = False) -> None:
+    """The serving pools and what each lends to borrowed work now.
+
+    Example: tide service pools
+    """
+    with api() as c:
+        items = c.get("/v1/pools")["pools"]
+    if as_json:
+        print_json(items)
+        return
+    rows = [
+        [p["name"], p["partition"], p["lend_partition"] or "-", p["mode"], p["gpus"],
+         p["replica_gpus"], p["pending_gpus"], p["borrowed_gpus"], p["budget"], p["held"],
+         p["grace"], ",".join(f"{k}={v}" for k, v in sorted(p["sides"].items())) or "-"]
+        for p in items
+    ]  # fmt: skip
+    table(["POOL", "PARTITION", "LENDS_TO", "MODE", "GPUS", "REPLICAS", "PENDING", "BORROWED",
+           "BUDGET", "HELD", "GRACE", "NODES"], rows)  # fmt: skip

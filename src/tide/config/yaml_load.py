@@ -17,6 +17,7 @@ from tide.config.values import Loc
 from tide.config.yaml_accounts import build_accounts
 from tide.config.yaml_locate import Locator, key_line
 from tide.config.yaml_nodes import build_nodes
+from tide.config.yaml_pools import build_pools
 from tide.config.yaml_quotas import build_quotas
 from tide.config.yaml_schema import ClusterSpec, PartitionSpec, SchedulerSpec, TopologySpec
 from tide.hostlist import HostlistError, expand
@@ -107,7 +108,8 @@ class _Builder:
         cluster.gpu_peak_tflops = dict(self.spec.gpu_peak_tflops)
         accounts = build_accounts(self.spec, self.fail)
         quotas = build_quotas(self.spec.quotas, accounts, self.fail)
-        return LoadedCluster(cluster, config, accounts, list(self.warn), self.file, quotas)
+        pools = build_pools(self.spec.pools, cluster, self.fail)
+        return LoadedCluster(cluster, config, accounts, list(self.warn), self.file, quotas, pools)
 
     def _partitions(self, nodes: list[Node]) -> list[Partition]:
         known = {n.name for n in nodes}

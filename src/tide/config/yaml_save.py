@@ -15,6 +15,7 @@ from tide.config.durations import format_duration
 from tide.config.links import describe_links
 from tide.config.loaded import LoadedCluster
 from tide.config.yaml_nodes import build_gpus
+from tide.config.yaml_pools import save_pools
 from tide.config.yaml_quotas import save_quotas
 from tide.config.yaml_schema import GpuSpec
 from tide.hostlist import compress, expand, index_ranges
@@ -32,6 +33,7 @@ def save_yaml(loaded: LoadedCluster) -> str:
                            "scheduler": _scheduler(loaded.config)}
     doc.update(_accounts(loaded.accounts, c.name))
     doc.update(save_quotas(loaded.quotas))
+    doc.update(save_pools(loaded.pools))
     if c.gpu_peak_tflops:
         doc["gpu_peak_tflops"] = dict(c.gpu_peak_tflops)
     return HEADER + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100,

@@ -270,5 +270,6 @@ class ClusterSpec(Spec):
     users: list[UserSpec] = []
     qos: dict[str, QosSpec] = {}
     quotas: QuotasSpec | None = None  # Kueue-style quotas and cohorts (yaml_quotas)
+    pools: dict[str, Any] | None = None  # serving pools that lend (yaml_pools)
     # GPU type -> peak TFLOPS per GPU, over tide.model.gpu_peaks (MFU's denominator)
     gpu_peak_tflops: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}

@@ -50,6 +50,7 @@ def create_app(settings: Settings, controller: Controller | None = None, **ctl_k
         reports.router,
         reservations.router,
         services.router,
+        services.pools_router,
         dashboard.router,
     ):
         app.include_router(r)

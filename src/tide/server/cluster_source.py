@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from tide.model import AccountTree, Cluster, Partition
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
+from tide.model.service import PoolConfig
 from tide.server.settings import Settings
 
 
@@ -19,6 +20,7 @@ class ClusterSource:
     warnings: list[str] = field(default_factory=list)
     origin: str = ""
     quotas: QuotaTree | None = None  # Kueue-style quotas (cluster YAML `quotas:`)
+    pools: PoolConfig | None = None  # serving pools that lend (cluster YAML `pools:`)
 
 
 def load(settings: Settings) -> ClusterSource:
@@ -82,4 +84,5 @@ def _wrap(loaded: object, origin: str) -> ClusterSource:
         warnings=list(loaded.warnings),  # type: ignore[attr-defined]
         origin=origin,
         quotas=getattr(loaded, "quotas", None),
+        pools=getattr(loaded, "pools", None),
     )

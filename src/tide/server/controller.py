@@ -55,6 +55,8 @@ class Controller:
         self.cluster: Cluster = Cluster()
         self.config = SchedulerConfig()
         self.quotas: QuotaTree | None = None  # Kueue-style quotas, from the cluster file
+        self.pools: Any = None  # serving pools that lend (PoolConfig), from the cluster file
+        self.pooled: Any = None  # the pooled policy when there are pools (its lending status)
         self.origin = ""
         self.warnings: list[str] = []
         self.tree = AccountTree()
@@ -87,6 +89,7 @@ class Controller:
         src = cluster_source.load(s)
         self.cluster, self.config, self.origin = src.cluster, src.config, src.origin
         self.quotas = src.quotas
+        self.pools = src.pools
         self.warnings = src.warnings
         if s.bf_interval is not None:
             self.config = replace(self.config, bf_interval=s.bf_interval)

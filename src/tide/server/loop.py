@@ -68,12 +68,7 @@ class SchedulingLoop:
     def __init__(self, ctl: Any, schedule_fn: Any = None) -> None:
         self.ctl = ctl
         self._own_scheduler = schedule_fn is None
-        if schedule_fn is None:
-            from tide.sched.index import build_index
-            from tide.sched.scheduler import Scheduler
-
-            schedule_fn = Scheduler(build_index(ctl.cluster)).schedule
-        self._schedule = schedule_fn
+        self._schedule = schedule_fn or _default_schedule(ctl)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tide-sched", daemon=True)
@@ -109,10 +104,7 @@ class SchedulingLoop:
         """ctl.cluster gained nodes (tide.server.ray_nodes): a new core index.
         The caller holds cycle_lock, so no pass sees half of the change."""
         if self._own_scheduler:
-            from tide.sched.index import build_index
-            from tide.sched.scheduler import Scheduler
-
-            self._schedule = Scheduler(build_index(self.ctl.cluster)).schedule
+            self._schedule = _default_schedule(self.ctl)
         self.wake()
 
     def _run(self) -> None:
@@ -349,6 +341,23 @@ class SchedulingLoop:
             usage = decay(ctl.usage, elapsed, ctl.config.decay_half_life)
             ctl.usage = charge_all(usage, lifecycle.running_charges(ctl, ctl.usage_time, now))
             ctl.usage_time = now
+
+
+def _default_schedule(ctl: Any) -> Any:
+    """The core's cycle, or the pooled policy over it when the cluster has pools
+    (tide.sched.serving.pools: replicas first, borrowers within the lent GPUs)."""
+    from tide.sched.index import build_index
+
+    index = build_index(ctl.cluster)
+    pools = getattr(ctl, "pools", None)
+    if pools is not None and pools.pools:
+        from tide.sched.serving.pools import PooledScheduler
+
+        ctl.pooled = PooledScheduler(index, pools)
+        return ctl.pooled.schedule
+    from tide.sched.scheduler import Scheduler
+
+    return Scheduler(index).schedule
 
 
 def _cpus(snap: Any, alloc: Any) -> int:

@@ -43,7 +43,6 @@ from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Snapshot
 
 HOLD_JOB = -1  # the job id of hold allocations (never a real job)
-_TOP_TIER = 1 << 16
 
 
 @dataclass(slots=True)
@@ -177,9 +176,11 @@ class PooledScheduler:
                 continue
             reclaiming = True
             grace = self.status[pool.name].grace
-            parts[pool.partition] = replace(parts[pool.partition], priority_tier=_TOP_TIER)
+            own, lend = parts[pool.partition], parts[pool.lend_partition]
+            top = max(own.priority_tier, 1)  # its own work outranks what it lent
+            parts[pool.partition] = replace(own, priority_tier=top)
             parts[pool.lend_partition] = replace(
-                parts[pool.lend_partition], priority_tier=0, preempt_mode=REQUEUE,
+                lend, priority_tier=min(lend.priority_tier, top - 1), preempt_mode=REQUEUE,
                 grace_time=grace,
             )  # fmt: skip
         config = snap.config

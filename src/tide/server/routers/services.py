@@ -84,3 +84,11 @@ def logs(
     tail: Annotated[int, Query(ge=1, le=10_000)] = 100,
 ) -> dict[str, Any]:
     return svc.logs(ctl_of(request), p, name, replica, tail)
+
+
+pools_router = APIRouter(prefix="/v1/pools", tags=["services"])
+
+
+@pools_router.get("", summary="Pools: what each lends now (docs/services.md, Pools)")
+def pools(request: Request, p: Who) -> dict[str, Any]:
+    return {"pools": svc.pools(ctl_of(request))}

@@ -343,6 +343,30 @@ def _tail(path: str, n: int) -> list[str]:
     return data.decode(errors="replace").splitlines()[-n:]
 
 
+def pools(ctl: Any) -> list[dict[str, Any]]:
+    """Each pool's configuration and, after the last pass, what it lends."""
+    config = getattr(ctl, "pools", None)
+    pooled = getattr(ctl, "pooled", None)
+    status = dict(pooled.status) if pooled is not None else {}
+    out = []
+    for p in config.pools if config is not None else ():
+        st = status.get(p.name)
+        out.append({
+            "name": p.name, "partition": p.partition, "lend_partition": p.lend_partition,
+            "mode": p.mode, "lend_after": p.lend_after, "keep_idle": p.keep_idle,
+            "reclaim_objective": p.reclaim_objective, "startup": p.startup,
+            "gpus": st.gpus if st else None,
+            "replica_gpus": st.replica_gpus if st else None,
+            "pending_gpus": st.pending_gpus if st else None,
+            "borrowed_gpus": st.borrowed_gpus if st else None,
+            "budget": st.budget if st else None,
+            "held": st.held if st else None,
+            "grace": st.grace if st else None,
+            "sides": dict(st.sides) if st else {},
+        })  # fmt: skip
+    return out
+
+
 def _wake(ctl: Any) -> None:
     if getattr(ctl, "services", None) is not None:
         ctl.services.wake()
