@@ -48,6 +48,11 @@ class ServerProc:
         return self._start(timeout)
 
     def _start(self, timeout: float) -> ServerProc:
+        self.spawn()
+        return self.wait_up(timeout)
+
+    def spawn(self) -> ServerProc:
+        """Start the process without waiting for it (a standby waits for its store)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = [
             sys.executable,
@@ -64,6 +69,11 @@ class ServerProc:
         env = {**os.environ, **self.env}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
+        return self
+
+    def wait_up(self, timeout: float = 120.0) -> ServerProc:
+        """Wait for /v1/ping; the process ending first is an error (PortTaken for a port)."""
+        assert self.proc is not None
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -51,6 +51,13 @@ def server(
     kill_wait: Annotated[
         float, typer.Option(help="seconds from SIGTERM to SIGKILL at a limit or cancel")
     ] = 30.0,
+    standby: Annotated[
+        bool,
+        typer.Option(
+            help="wait for the active controller of this store to die, then take over "
+            "(PostgreSQL; like slurmctld's backup controller)"
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
 ) -> None:
     from tide.server.main import serve
@@ -95,4 +102,10 @@ def server(
         prices=prices,
         kill_wait=kill_wait,
     )
-    serve(settings, log_level)
+    from tide.server.store_lock import StoreBusy
+
+    try:
+        serve(settings, log_level, standby=standby)
+    except StoreBusy as e:
+        typer.echo(f"tide server: error: {e}", err=True)
+        raise typer.Exit(1) from None

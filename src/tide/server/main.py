@@ -7,10 +7,13 @@ import logging
 from tide.server.settings import Settings
 
 
-def serve(settings: Settings, log_level: str = "info") -> None:
+def serve(settings: Settings, log_level: str = "info", standby: bool = False) -> None:
+    """Take the store (tide.server.store_lock: refused while another controller
+    holds it, or with standby=True waited for), then serve until stopped."""
     import uvicorn
 
     from tide.server.app import create_app
+    from tide.server.store_lock import StoreLock
 
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
@@ -19,12 +22,32 @@ def serve(settings: Settings, log_level: str = "info") -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
     from tide.server.fastpath import FastSubmit
 
-    app = create_app(settings)
-    uvicorn.run(
-        FastSubmit(app),
-        host=settings.host,
-        port=settings.port,
-        log_level=log_level,
-        access_log=False,  # a line per request would cost more than the request
-        timeout_graceful_shutdown=5,
-    )
+    log = logging.getLogger("tide.server")
+    if standby:
+        _warm()
+    lock = StoreLock(settings.data_dir, settings.database(), settings.host, settings.port)
+    lock.acquire(standby=standby, log=log.warning)  # before any agent or job is touched
+    if standby:
+        log.warning("standby: the store is ours; taking over (re-adopting running jobs)")
+    try:
+        app = create_app(settings)
+        uvicorn.run(
+            FastSubmit(app),
+            host=settings.host,
+            port=settings.port,
+            log_level=log_level,
+            access_log=False,  # a line per request would cost more than the request
+            timeout_graceful_shutdown=5,
+        )
+    finally:
+        lock.release()
+
+
+def _warm() -> None:
+    """A standby imports what starting takes while it waits, so that taking
+    over costs only the start itself."""
+    import alembic.command  # noqa: F401
+
+    import tide.exec.local
+    import tide.server.loop
+    import tide.server.services.submit  # noqa: F401
