@@ -43,6 +43,7 @@ scheduler:
     RequeueBackoff: "1"
     HealthCheckProgram: {check}
     HealthCheckInterval: "1"
+    SlurmdTimeout: "5"
 """
 
 # Fails on n3 once the marker file exists, with a reason like NHC's.
@@ -156,7 +157,7 @@ def test_killed_agent_marks_its_node_down_and_its_job_requeues(rec: ServerProc) 
 
 def test_stalled_agent_marks_its_node_down(rec: ServerProc) -> None:
     """A node that stops answering without dying (its agent stopped): DOWN once
-    its heartbeat is 5 s old, within 10 s."""
+    its heartbeat is SlurmdTimeout (5 s in this cluster) old, within 10 s."""
     pidfile = rec.data_dir / "exec" / "nodes" / "n3" / "agent.pid"
     # a resume by an earlier test restarts n3's agent: its pid file may still be coming
     wait_for("n3's agent", lambda: pidfile.exists() and pidfile.read_text().strip(), 15)

@@ -5,7 +5,8 @@ answers. It touches `heartbeat` every second and, when the cluster sets a
 HealthCheckProgram, runs it every HealthCheckInterval seconds with the node's
 name in SLURMD_NODENAME and TIDE_NODE, writing the result to `health.json`.
 The controller (tide.server.services.nodes.watch) marks a node DOWN when its
-agent is dead or its heartbeat is older than HEARTBEAT_TIMEOUT, and drains it
+agent is dead (at once) or its heartbeat is older than the cluster's
+SlurmdTimeout (HEARTBEAT_TIMEOUT, 30 s, by default), and drains it
 when the health check exits non-zero, with the program's output as the reason.
 Killing an agent (`kill -9`) is therefore a node failure, which is what
 `tide node fail NAME` does.
@@ -40,7 +41,10 @@ HEARTBEAT = "heartbeat"
 HEALTH = "health.json"
 STOP = "stop"
 BEAT_EVERY = 1.0  # seconds between heartbeats
-HEARTBEAT_TIMEOUT = 5.0  # a heartbeat older than this: the node does not answer
+# SlurmdTimeout's default here: a heartbeat older than this and the node does not
+# answer. Generous, because a loaded machine delays a heartbeat by seconds, and a
+# slow heartbeat is not a dead node (a dead agent is seen at once, by its pid).
+HEARTBEAT_TIMEOUT = 30.0
 ORPHAN_TIMEOUT = 120.0  # no controller for this long: the agent exits
 CHECK_TIMEOUT = 60.0  # a health check running longer than this failed
 
@@ -158,7 +162,8 @@ class NodeHealth:
 class AgentPool:
     """Starts, watches, fails and stops the agents of the local executor's nodes."""
 
-    def __init__(self, nodes_dir: Path, python: str) -> None:
+    def __init__(self, nodes_dir: Path, python: str, timeout: float = HEARTBEAT_TIMEOUT) -> None:
+        self.timeout = timeout  # SlurmdTimeout: seconds without a heartbeat before DOWN
         self.dir = nodes_dir
         self.python = python
         self.names: list[str] = []
@@ -223,8 +228,8 @@ class AgentPool:
         try:
             age = now - (self.dir / name / HEARTBEAT).stat().st_mtime
         except OSError:
-            age = 0.0 if self._starting(name, now) else HEARTBEAT_TIMEOUT + 1
-        if age > HEARTBEAT_TIMEOUT:
+            age = 0.0 if self._starting(name, now) else self.timeout + 1
+        if age > self.timeout:
             return NodeHealth(False, f"no heartbeat from its agent for {age:.0f} s")
         return NodeHealth(True, failed_check=self._new_failed_check(name))
 

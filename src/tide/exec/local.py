@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from tide.exec import jobdir, procs
-from tide.exec.agent import AgentPool, NodeHealth
+from tide.exec.agent import HEARTBEAT_TIMEOUT, AgentPool, NodeHealth
 from tide.exec.base import Executor, ExitReport, LaunchSpec
 from tide.exec.env import this_host
 
@@ -52,6 +52,7 @@ class LocalExecutor(Executor):
         step_grace: float = 3.0,
         cluster_name: str = "tide",
         python: str | None = None,
+        node_timeout: float | None = None,
     ) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.jobs_dir = self.state_dir / "jobs"
@@ -63,7 +64,9 @@ class LocalExecutor(Executor):
         self._reported: set[int] = set()
         self._spawners: dict[int, subprocess.Popen[bytes]] = {}  # reaped by poll()
         self._lock = threading.Lock()  # the controller may call from several threads
-        self.agents = AgentPool(self.state_dir / "nodes", self.python)
+        self.agents = AgentPool(
+            self.state_dir / "nodes", self.python, node_timeout or HEARTBEAT_TIMEOUT
+        )
 
     # -- paths and liveness -------------------------------------------------
 

@@ -100,7 +100,10 @@ class Controller:
             from tide.exec.local import LocalExecutor
 
             self.executor = LocalExecutor(
-                s.data_dir / "exec", kill_wait=s.kill_wait, cluster_name=self.cluster.name
+                s.data_dir / "exec",
+                kill_wait=s.kill_wait,
+                cluster_name=self.cluster.name,
+                node_timeout=slurmd_timeout(self.config),
             )
         elif self.executor is None and s.executor == "ray":
             from tide.exec.ray.executor import RayExecutor
@@ -237,6 +240,19 @@ class Controller:
     def next_ids(self, n: int) -> list[int]:
         with self._id_lock:
             return [next(self._ids) for _ in range(n)]
+
+
+def slurmd_timeout(config: SchedulerConfig) -> float | None:
+    """slurm.conf SlurmdTimeout (seconds; 0 = never) or None for the default."""
+    text = str(config.extra.get("SlurmdTimeout", "")).strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        log.warning("SlurmdTimeout=%s is not a number of seconds; using the default", text)
+        return None
+    return float("inf") if seconds == 0 else max(1.0, seconds)
 
 
 def _secret_key(path: Path) -> bytes:
