@@ -67,20 +67,23 @@ def batch(seed: int, step: int, rank: int, size: int) -> tuple[torch.Tensor, tor
     return x, torch.sin(x).sum(dim=1, keepdim=True)
 
 
-def resume(model: torch.nn.Module, opt: torch.optim.Optimizer) -> int:
-    """The step to start from: after the newest checkpoint, else 0."""
+def resume(model: torch.nn.Module, opt: torch.optim.Optimizer) -> tuple[int, float | None]:
+    """The step to start from (after the newest checkpoint, else 0) and the loss of
+    the step before it: a job whose last checkpoint is its last step resumes with
+    no step left to run, and must still report the loss it ended with."""
     last = tj.latest_checkpoint()
     if last is None:
-        return 0
+        return 0, None
     state = torch.load(last[1], map_location="cpu")
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
-    return int(state["step"]) + 1
+    return int(state["step"]) + 1, state.get("loss")
 
 
-def save(model: torch.nn.Module, opt: torch.optim.Optimizer, step: int) -> None:
+def save(model: torch.nn.Module, opt: torch.optim.Optimizer, step: int, loss: float) -> None:
     buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, buf)
+    state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "loss": loss}
+    torch.save(state, buf)
     tj.atomic_write(tj.checkpoint_path(step), buf.getvalue())
     print(f"checkpoint {step}", flush=True)  # durable now: a restart resumes after it
     tj.notify_checkpoint(step)
@@ -103,30 +106,30 @@ def main() -> int:
     rank, world, device = setup()
     model = model_for(args.seed, device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    start = resume(model, opt)
+    start, loss = resume(model, opt)
     if rank == 0:
         print(f"start step {start} restart {tj.restart_count()} world {world}", flush=True)
-    loss = torch.tensor(0.0)
     for step in range(start, args.steps):
         x, y = batch(args.seed, step, rank, args.batch)
         opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
-        loss.backward()
+        step_loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        step_loss.backward()
+        loss = step_loss.item()
         average_gradients(model, world)
         opt.step()
         warned = tj.should_checkpoint()
         if rank == 0:
-            print(f"step {step} loss {loss.item():.9f} restart {tj.restart_count()}", flush=True)
+            print(f"step {step} loss {loss:.9f} restart {tj.restart_count()}", flush=True)
             tj.notify_step(step)
             if (step + 1) % args.every == 0 or warned:
-                save(model, opt, step)
+                save(model, opt, step, loss)
         if args.sleep:
             time.sleep(args.sleep)
     if world > 1:
         dist.barrier()
         dist.destroy_process_group()
     if rank == 0:
-        print(f"final loss {loss.item()!r}", flush=True)
+        print(f"final loss {loss!r}", flush=True)
     return 0
 
 
