@@ -199,9 +199,12 @@ def test_run_and_compare_share_options() -> None:
 
     cmds = get_command(sim_app).commands  # type: ignore[attr-defined]
     shared = [name for name, _, _ in _REPLAY_OPTIONS]
-    for cmd, first, out in (("run", "policy", "out/sim"), ("compare", "policies", "out/compare")):
+    for cmd, own, out in (
+        ("run", ["policy"], "out/sim"),
+        ("compare", ["policies", "parallel"], "out/compare"),
+    ):
         params = {p.name: p for p in cmds[cmd].params if p.name != "help"}
-        assert list(params) == [first, *shared]
+        assert list(params) == [*own, *shared]
         assert str(params["out"].default) == out and params["mttr"].default == 3600.0
         assert params["gpus_per_node"].opts == ["--gpus-per-node"]
 

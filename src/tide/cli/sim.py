@@ -11,8 +11,10 @@ from typing import Annotated, Any, get_type_hints
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from tide.cli.sim_parallel import default_workers, run_policies
 from tide.sim.faults import Fault, read_faults
 from tide.sim.runner import (
     SCENARIOS,
@@ -30,7 +32,7 @@ from tide.sim.runner import (
 sim_app = typer.Typer(
     help="Digital twin: replay workloads under several policies.", no_args_is_help=True
 )
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False, highlight=False)  # H:M:S stays
 
 Workload = Annotated[
     str | None,
@@ -184,36 +186,41 @@ def _faults(
     return sorted([*listed, *drawn], key=lambda f: (f.time, f.node))
 
 
-def _run(
-    inputs: SimInputs,
-    policy: str,
-    backfill: str | None,
-    order: str | None,
-    bf_interval: int | None,
-    faults: list[Fault],
-) -> PolicyRun:
+def _runs(
+    inputs: SimInputs, policies: list[str], r: Replay, faults: list[Fault], workers: int = 1
+) -> list[PolicyRun]:
+    """Each policy's replay (side by side in `workers` processes), with progress."""
     try:
-        cfg = configure(inputs.config, backfill, order, bf_interval)
+        cfg = configure(inputs.config, r.backfill, r.order, r.bf_interval)
     except ValueError as e:
         console.print(
-            f"[red]error:[/red] {e} (backfill: none|easy|conservative; order: priority|fcfs|sjf)"
+            f"[red]error:[/red] {escape(str(e))} "
+            "(backfill: none|easy|conservative; order: priority|fcfs|sjf)"
         )
         raise typer.Exit(1) from None
-    from tide.cli.sim_progress import watch
+    from tide.cli.sim_progress import watch, watch_many
     from tide.sim.runner import expected_jobs
 
-    with watch(console, policy, expected_jobs(inputs)) as progress:
-        try:
-            run = run_policy(inputs, policy, cfg, faults, progress=progress)
-        except ValueError as e:
-            console.print(f"[red]error:[/red] {e}")
-            raise typer.Exit(1) from None
-    for job_id, error in sorted(run.job_faults.items()):
-        console.print(
-            f"[yellow]warning:[/yellow] {policy}: job {job_id} left out of the run: "
-            f"the scheduler could not evaluate it ({error})"
-        )
-    return run
+    total = expected_jobs(inputs)
+    try:
+        if workers <= 1 or len(policies) <= 1:
+            runs = []
+            for name in policies:
+                with watch(console, name, total) as progress:
+                    runs.append(run_policy(inputs, name, cfg, faults, progress=progress))
+        else:
+            with watch_many(console, policies, total) as report:
+                runs = run_policies(inputs, policies, cfg, faults, report, workers)
+    except ValueError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
+    for run in runs:
+        for job_id, error in sorted(run.job_faults.items()):
+            console.print(
+                f"[yellow]warning:[/yellow] {run.policy}: job {job_id} left out of the run: "
+                f"the scheduler could not evaluate it ({escape(str(error))})"
+            )
+    return runs
 
 
 def _table(runs: list[PolicyRun]) -> Table:
@@ -263,7 +270,7 @@ def run_cmd(
     r, out = replay, replay.out
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
     faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
-    run = _run(inputs, policy, r.backfill, r.order, r.bf_interval, faults)
+    (run,) = _runs(inputs, [policy], r, faults)
     write_policy_outputs(out, run)
     write_comparison(out, inputs, [run], r.facts(inputs, len(faults)), r.price, r.mfu)
     Console().print(_table([run]))
@@ -280,6 +287,9 @@ def compare_cmd(
     policies: Annotated[str, typer.Option(help="Comma-separated policy names.")] = (
         "k8s-default,volcano,kueue,slurm,tide"
     ),
+    parallel: Annotated[
+        int, typer.Option(help="Policies replayed at once (0: one per CPU core).")
+    ] = 0,
     *,
     replay: Replay,
 ) -> None:
@@ -302,12 +312,10 @@ def compare_cmd(
         raise typer.Exit(1)
     r, out = replay, replay.out
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
-    runs = []
     fault_list = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)  # the same for everyone
-    for name in names:
-        run = _run(inputs, name, r.backfill, r.order, r.bf_interval, fault_list)
-        write_policy_outputs(out / name, run)
-        runs.append(run)
+    runs = _runs(inputs, names, r, fault_list, parallel or default_workers(len(names)))
+    for run in runs:
+        write_policy_outputs(out / run.policy, run)
     write_comparison(out, inputs, runs, r.facts(inputs, len(fault_list)), r.price, r.mfu)
     Console().print(_table(runs))
     console.print(f"wrote {out}/comparison.json, {out}/report.html and one folder per policy")

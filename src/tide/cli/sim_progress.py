@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -80,3 +80,56 @@ def _bar(console: Console, policy: str, meter: ProgressMeter) -> Iterator[Progre
             bar.refresh()
 
         yield report
+
+
+@contextmanager
+def watch_many(
+    console: Console, policies: list[str], total: int | None
+) -> Iterator[Callable[[str, float, int, int], None]]:
+    """Progress of several policies replayed side by side (sim compare's workers):
+    `report(policy, t, done, submitted)`; one bar per policy on a terminal, else
+    every period one line per running policy and one line when each ends."""
+    meters = {p: ProgressMeter(total, time.monotonic()) for p in policies}
+    ended: set[str] = set()
+    if console.is_terminal:
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("simulated {task.fields[t]}  jobs {task.fields[jobs]}"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console, transient=True) as bar:
+            tasks = {p: bar.add_task(p, total=total, t=sim_time(0), jobs="0") for p in policies}
+
+            def show(policy: str, t: float, done: int, submitted: int) -> None:
+                if submitted < 0:  # ended
+                    bar.remove_task(tasks[policy])
+                    took = clock_text(time.monotonic() - meters[policy].started)
+                    bar.console.print(f"{policy}: done in {took}", highlight=False)
+                    return
+                meters[policy].update(time.monotonic(), t, done, submitted)
+                bar.update(tasks[policy], completed=done, t=sim_time(t), jobs=f"{done:,}")
+
+            yield show
+        return
+    period, last = _log_period(), time.monotonic()
+
+    def log(policy: str, t: float, done: int, submitted: int) -> None:
+        nonlocal last
+        clock = time.monotonic()
+        m = meters[policy]
+        if submitted >= 0:
+            m.update(clock, t, done, submitted)
+        else:
+            m.update(clock, m.t, m.done, m.submitted)
+        if submitted < 0:  # the policy's run ended
+            ended.add(policy)
+            console.print(f"{policy}: done in {clock_text(meters[policy].elapsed)}",
+                          highlight=False, soft_wrap=True)  # fmt: skip
+        elif clock - last >= period:
+            last = clock
+            for p in policies:
+                if p not in ended and meters[p].now > meters[p].started:
+                    console.print(meters[p].line(p), highlight=False, soft_wrap=True)
+
+    yield log
