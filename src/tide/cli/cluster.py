@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -23,8 +24,8 @@ cluster_app = typer.Typer(
     "Example: tide cluster show examples/slurm",
     no_args_is_help=True,
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # emoji codes would turn H:M:S into HⓂS
+err = Console(stderr=True, emoji=False, soft_wrap=True)
 
 SOURCE_HELP = ("a tide YAML file, a slurm.conf, a folder holding slurm.conf, "
                "or a bundled cluster name (demo, seed004)")
@@ -34,11 +35,11 @@ def _load(source: str, quiet: bool = False) -> LoadedCluster:
     try:
         loaded = resolve_cluster(source)
     except ConfigError as e:
-        err.print(f"[red]error:[/red] {e}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     if not quiet:
         for w in loaded.warnings:
-            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
     return loaded
 
 
@@ -61,7 +62,8 @@ def import_cmd(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as e:
-        err.print(f"[red]error:[/red] cannot write {output}: {e.strerror or e}", highlight=False)
+        where = escape(str(output))
+        err.print(f"[red]error:[/red] cannot write {where}: {e.strerror or e}", highlight=False)
         raise typer.Exit(1) from None
     c = loaded.cluster
     err.print(f"wrote {output}: {len(c.nodes)} nodes, {c.total_gpus} GPUs, "

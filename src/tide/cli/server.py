@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tide.server.settings import DEFAULT_PORT
+from tide.client.cli_support import fail
+from tide.server.settings import DEFAULT_PORT, Settings
+
+if TYPE_CHECKING:
+    from tide.server.cluster_source import ClusterSource
 
 server_app = typer.Typer(add_completion=False)
 
@@ -59,9 +64,11 @@ def server(
         ),
     ] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
+    debug: Annotated[
+        bool, typer.Option("--debug", help="show tracebacks of startup errors (also TIDE_DEBUG=1)")
+    ] = False,
 ) -> None:
     from tide.server.main import serve
-    from tide.server.settings import Settings
 
     if sum(x is not None and x is not False for x in (cluster, slurm_conf, demo or None)) > 1:
         raise typer.BadParameter("give at most one of --cluster, --slurm-conf, --demo")
@@ -102,10 +109,40 @@ def server(
         prices=prices,
         kill_wait=kill_wait,
     )
+    source = preflight(settings, debug or os.environ.get("TIDE_DEBUG", "") not in ("", "0"))
     from tide.server.store_lock import StoreBusy
 
     try:
-        serve(settings, log_level, standby=standby)
+        serve(settings, log_level, standby=standby, source=source)
     except StoreBusy as e:
         typer.echo(f"tide server: error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def preflight(settings: Settings, debug: bool) -> ClusterSource:
+    """Read the cluster files and reach the database before anything starts, so that a
+    bad slurm.conf, a missing --cluster file or a wrong --db is one line naming the
+    file:line and the fix (tracebacks only with --debug), not a failed server startup."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from tide.config.errors import ConfigError
+    from tide.server.cluster_source import load
+    from tide.store.db import StoreError, make_engine
+
+    what = "the cluster"
+    try:
+        source = load(settings)
+        what = f"--db {settings.database()}"
+        engine = make_engine(settings.database(), schema=settings.db_schema)
+        try:
+            engine.connect().close()
+        finally:
+            engine.dispose()
+    except (ConfigError, StoreError, SQLAlchemyError, OSError, ValueError) as e:
+        if debug:
+            raise
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if isinstance(e, ConfigError):
+            fail(text, code=2)
+        fail(f"{what}: {text}", "check the value, or run with --debug for the traceback", code=2)
+    return source

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tide.cli.sim_parallel import default_workers, run_policies
+from tide.cli.sim_parallel import default_workers, run_policies, workload_info
 from tide.sim.faults import Fault, read_faults
 from tide.sim.runner import (
     SCENARIOS,
@@ -32,7 +32,7 @@ from tide.sim.runner import (
 sim_app = typer.Typer(
     help="Digital twin: replay workloads under several policies.", no_args_is_help=True
 )
-console = Console(stderr=True, emoji=False, highlight=False)  # H:M:S stays
+console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)  # H:M:S stays
 
 Workload = Annotated[
     str | None,
@@ -58,6 +58,14 @@ Order = Annotated[str | None, typer.Option(help="Queue order: priority, fcfs or 
 SwfFilter = Annotated[str, typer.Option("--swf-filter", help="strong or none.")]
 Estimates = Annotated[str, typer.Option(help="user (requested times) or exact (run times).")]
 Gpn = Annotated[int, typer.Option("--gpus-per-node", help="SWF processors per node.")]
+MaxProcs = Annotated[
+    int | None,
+    typer.Option(
+        "--max-procs",
+        help="SWF machine size in processors (for logs without '; MaxProcs:', or to override it).",
+        min=1,
+    ),
+]
 BfInterval = Annotated[
     int | None,
     typer.Option("--bf-interval", help="Seconds between backfill passes; 0 = at every event."),
@@ -98,6 +106,7 @@ class Replay:
     swf_filter: str
     estimates: str
     gpus_per_node: int
+    max_procs: int | None
     bf_interval: int | None
     mtbf: float | None
     mttr: float
@@ -125,7 +134,8 @@ _REPLAY_OPTIONS: list[tuple[str, Any, Any]] = [
     ("workload", Workload, None), ("scenario", Scenario, None), ("cluster", ClusterOpt, None),
     ("slurm_conf", SlurmConf, None), ("out", Out, None), ("seed", Seed, 0),
     ("backfill", Backfill, None), ("order", Order, None), ("swf_filter", SwfFilter, "strong"),
-    ("estimates", Estimates, "user"), ("gpus_per_node", Gpn, 1), ("bf_interval", BfInterval, None),
+    ("estimates", Estimates, "user"), ("gpus_per_node", Gpn, 1), ("max_procs", MaxProcs, None),
+    ("bf_interval", BfInterval, None),
     ("mtbf", Mtbf, None), ("mttr", Mttr, 3600.0), ("faults", FaultsFile, None),
     ("price", Price, None), ("mfu", Mfu, None),
 ]  # fmt: skip
@@ -167,7 +177,7 @@ def _inputs(
     try:
         return load_inputs(workload, scenario, cluster or slurm_conf, opts)
     except ValueError as e:  # WorkloadError, ConfigError and the readers' own
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(1) from None
 
 
@@ -180,7 +190,7 @@ def _faults(
         try:
             listed = read_faults(path, {n.name for n in inputs.cluster.nodes})
         except (OSError, ValueError) as e:
-            console.print(f"[red]error:[/red] --faults: {e}")
+            console.print(f"[red]error:[/red] --faults: {escape(str(e))}")
             raise typer.Exit(1) from None
     drawn = faults_for(inputs, mtbf, mttr, None, seed)
     return sorted([*listed, *drawn], key=lambda f: (f.time, f.node))
@@ -214,6 +224,7 @@ def _runs(
     except ValueError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from None
+    _workload_summary(inputs)
     for run in runs:
         for job_id, error in sorted(run.job_faults.items()):
             console.print(
@@ -221,6 +232,23 @@ def _runs(
                 f"the scheduler could not evaluate it ({escape(str(error))})"
             )
     return runs
+
+
+def _workload_summary(inputs: SimInputs) -> None:
+    """Records the reader dropped or changed, and why; no job left is an error."""
+    info = workload_info(inputs)
+    if info is None or not (info.dropped or info.adjusted or info.notes or not info.kept):
+        return
+    for line in info.summary().splitlines():
+        console.print(escape(line), soft_wrap=True)
+    if not info.kept:
+        console.print(
+            f"[red]error:[/red] no job left to replay: all {info.read} records were dropped "
+            "(above); a job wider than the machine needs a larger --max-procs or --cluster, "
+            "--swf-filter none keeps records the strong filter drops",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def _table(runs: list[PolicyRun]) -> Table:
@@ -278,7 +306,7 @@ def run_cmd(
 
 
 def _options(r: Replay) -> WorkloadOptions:
-    return WorkloadOptions(r.swf_filter, r.estimates, r.gpus_per_node, r.seed)
+    return WorkloadOptions(r.swf_filter, r.estimates, r.gpus_per_node, r.seed, r.max_procs)
 
 
 @sim_app.command("compare")

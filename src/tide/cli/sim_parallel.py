@@ -21,6 +21,7 @@ from typing import Any
 from tide.model.sched_config import SchedulerConfig
 from tide.sim.faults import Fault
 from tide.sim.runner import PolicyRun, SimInputs, run_policy
+from tide.sim.workload.base import WorkloadInfo
 
 REPORT_EVERY = 0.5  # seconds between a worker's progress messages
 # report(policy, virtual time, jobs ended, jobs submitted); submitted < 0: the run ended
@@ -51,7 +52,16 @@ def run_policies(
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=init) as pool:
         futures = {pool.submit(_one, n): n for n in names}  # forks every worker now
         runs = _collect(futures, messages, report)
-    return [runs[n] for n in names]
+    mine, theirs = workload_info(inputs), runs[names[0]][1]
+    if mine is not None and theirs is not None:  # the counts a pass made in a worker
+        mine.read, mine.kept = theirs.read, theirs.kept
+        mine.dropped, mine.adjusted, mine.notes = theirs.dropped, theirs.adjusted, theirs.notes
+    return [runs[n][0] for n in names]
+
+
+def workload_info(inputs: SimInputs) -> WorkloadInfo | None:
+    """What the workload's reader counted (read, kept, dropped and why) on its last pass."""
+    return getattr(inputs.jobs(), "info", None)
 
 
 def _in_process(
@@ -62,10 +72,11 @@ def _in_process(
     return run
 
 
-def _collect(
-    futures: dict[Future[PolicyRun], str], messages: Any, report: Report
-) -> dict[str, PolicyRun]:
-    runs: dict[str, PolicyRun] = {}
+Done = tuple[PolicyRun, WorkloadInfo | None]
+
+
+def _collect(futures: dict[Future[Done], str], messages: Any, report: Report) -> dict[str, Done]:
+    runs: dict[str, Done] = {}
     pending = set(futures)
     while pending:
         _drain(messages, report)
@@ -91,7 +102,7 @@ def _init(inputs: SimInputs, config: SchedulerConfig, faults: list[Fault], messa
     _worker.update(inputs=inputs, config=config, faults=faults, messages=messages)
 
 
-def _one(name: str) -> PolicyRun:
+def _one(name: str) -> Done:
     messages = _worker["messages"]
     last = [0.0]
 
@@ -102,4 +113,5 @@ def _one(name: str) -> PolicyRun:
             messages.put((name, t, done, submitted))
 
     w = _worker
-    return run_policy(w["inputs"], name, w["config"], w["faults"], progress=progress)
+    run = run_policy(w["inputs"], name, w["config"], w["faults"], progress=progress)
+    return run, workload_info(w["inputs"])

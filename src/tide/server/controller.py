@@ -46,8 +46,10 @@ class Controller:
         settings: Settings,
         executor: Executor | None = None,
         schedule_fn: Any = None,
+        source: cluster_source.ClusterSource | None = None,
     ) -> None:
         self.settings = settings
+        self._source = source  # already read (tide server checks it before starting)
         self.executor: Executor | None = executor
         self._schedule_fn = schedule_fn
         self.engine: Any = None
@@ -86,7 +88,7 @@ class Controller:
         self.engine, self.sessions = db.open_store(s.database(), schema=s.db_schema)
         event.listen(self.sessions, "after_commit", self._after_commit)
         event.listen(self.sessions, "after_rollback", self._after_rollback)
-        src = cluster_source.load(s)
+        src = self._source or cluster_source.load(s)
         self.cluster, self.config, self.origin = src.cluster, src.config, src.origin
         self.quotas = src.quotas
         self.pools = src.pools

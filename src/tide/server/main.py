@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import logging
 
+from tide.server.cluster_source import ClusterSource
 from tide.server.settings import Settings
 
 
-def serve(settings: Settings, log_level: str = "info", standby: bool = False) -> None:
+def serve(
+    settings: Settings,
+    log_level: str = "info",
+    standby: bool = False,
+    source: ClusterSource | None = None,
+) -> None:
     """Take the store (tide.server.store_lock: refused while another controller
-    holds it, or with standby=True waited for), then serve until stopped."""
+    holds it, or with standby=True waited for), then serve until stopped.
+    `source`: the cluster already read (tide server checks it before starting)."""
     import uvicorn
 
     from tide.server.app import create_app
@@ -30,7 +37,7 @@ def serve(settings: Settings, log_level: str = "info", standby: bool = False) ->
     if standby:
         log.warning("standby: the store is ours; taking over (re-adopting running jobs)")
     try:
-        app = create_app(settings)
+        app = create_app(settings, source=source)
         uvicorn.run(
             FastSubmit(app),
             host=settings.host,

@@ -55,6 +55,7 @@ class WorkloadOptions:
     estimates: str = "user"
     gpus_per_node: int = 1
     seed: int = 0
+    max_procs: int | None = None  # an SWF machine's size, over its `; MaxProcs:` header
 
 
 class PolicyRun(RowsOrColumns):
@@ -166,6 +167,7 @@ def _swf(path: Path, cluster_spec: str | None, opts: WorkloadOptions) -> SimInpu
         filter=opts.swf_filter,  # type: ignore[arg-type]
         estimates=opts.estimates,  # type: ignore[arg-type]
         gpus_per_node=opts.gpus_per_node,
+        max_procs=opts.max_procs,
     )
     loaded = _cluster(cluster_spec, None)
     if loaded is not None:

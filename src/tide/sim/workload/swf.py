@@ -52,7 +52,8 @@ class SwfInfo(WorkloadInfo):
         gpn = gpus_per_node or self.gpus_per_node
         if not self.max_procs:
             raise WorkloadError(
-                f"{self.source}: no '; MaxProcs:' header; pass max_procs= to read_swf"
+                f"{self.source}: no '; MaxProcs:' header, so the machine's size is unknown; "
+                "give it with --max-procs N (processors), or a cluster with --cluster"
             )
         count = ceil_div(self.max_procs, gpn)
         width = max(3, len(str(count)))
@@ -127,7 +128,10 @@ def read_swf(
     if max_procs is not None:
         info.max_procs = max_procs
     if filter == "strong" and not info.max_procs:
-        raise WorkloadError(f"{p}: the strong filter needs MaxProcs; pass max_procs=")
+        raise WorkloadError(
+            f"{p}: no '; MaxProcs:' header, and the strong filter drops jobs wider than "
+            "the machine; give its size with --max-procs N (processors), or --swf-filter none"
+        )
 
     def jobs(inf: WorkloadInfo) -> Iterator[SimJob]:
         assert isinstance(inf, SwfInfo)
