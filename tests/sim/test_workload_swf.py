@@ -123,7 +123,7 @@ def test_errors_name_the_place(tmp_path: Path, mini: Path) -> None:
         read_swf(bad).jobs()
     nohdr = tmp_path / "nohdr.swf"
     nohdr.write_text(ROWS[0] + "\n")
-    with pytest.raises(WorkloadError, match="no .; MaxProcs:. header"):
+    with pytest.raises(WorkloadError, match=r"no '; MaxProcs:' header"):
         read_swf(nohdr)
     assert len(read_swf(nohdr, max_procs=8).jobs()) == 1
     with pytest.raises(WorkloadError, match="filter='weak'"):
