@@ -63,41 +63,16 @@ def register(app: typer.Typer) -> None:
 def sbatch(ctx: typer.Context) -> None:
     """Submit a batch script, exactly as sbatch takes it: options, then the script and
     its arguments; #SBATCH lines in the script are read too. Prints
-    "Submitted batch job ID" (--parsable: the id alone).
+    "Submitted batch job ID" (--parsable: the id alone; --test-only: when it would
+    start, submitting nothing; --wait: returns the job's exit code).
 
     Example: tide sbatch -N2 --gpus-per-node=8 --time=2:00:00 train.sh --lr 3e-4
     """
-    argv = list(ctx.args)
-    from tide.jobspec.errors import JobSpecError
-    from tide.jobspec.sbatch import parse_args
+    from tide.slurm.main import main
 
-    try:
-        parsed = parse_args(argv, time.time(), env=dict(os.environ))
-    except JobSpecError as e:
-        fail(str(e))
-        return
-    body: dict[str, Any] = {"argv": argv}
-    if parsed.script is None:
-        if parsed.remainder:
-            path = parsed.remainder[0]
-            try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    body["script"] = f.read()
-            except OSError as e:
-                fail(f"unable to open file {path}: {e.strerror}", "give the path of a batch script")
-        elif not sys.stdin.isatty():
-            body["script"] = sys.stdin.read()
-        else:
-            fail("no batch script given", "tide sbatch script.sh, or tide sbatch --wrap 'cmd'")
-    body["env"] = {k: v for k, v in os.environ.items() if k not in ("TIDE_TOKEN",)}
-    body["cwd"] = os.getcwd()
-    with api() as c:
-        res = c.post("/v1/jobs", body)
-    parsable = "--parsable" in argv
-    for w in res.get("warnings", []):
-        if not (parsable and "--parsable" in w):
-            sys.stderr.write(f"sbatch: warning: {w}\n")
-    print(res["job_id"] if parsable else f"Submitted batch job {res['job_id']}")
+    code = main("sbatch", list(ctx.args))
+    if code:
+        raise typer.Exit(code)
 
 
 def submit(ctx: typer.Context) -> None:

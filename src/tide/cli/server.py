@@ -132,6 +132,8 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
     what = "the cluster"
     try:
         source = load(settings)
+        what = f"--data-dir {settings.data_dir}"
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # SQLite's home
         what = f"--db {settings.database()}"
         engine = make_engine(settings.database(), schema=settings.db_schema)
         try:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from tide.jobspec import jobrefs, timefmt, values
 from tide.jobspec.errors import JobSpecError
-from tide.jobspec.options import COMMAND_LINE_ONLY, OptionSpec
+from tide.jobspec.options import CLIENT_SIDE, COMMAND_LINE_ONLY, OptionSpec
 from tide.jobspec.state import Origin, State
 
 _TIME_FORMS = "use minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S"
@@ -40,6 +40,8 @@ def apply(state: State, option: OptionSpec, value: str | None, origin: Origin) -
         state.warn(f"{option.flag} in a batch script is ignored (sbatch reads it only "
                    "from the command line)")
         return
+    if option.name in CLIENT_SIDE:
+        return  # the sbatch command acted on it (tide.slurm.sbatch)
     if not option.supported:
         state.warn(f"{option.flag} is accepted but ignored by tide")
         if option.name == "oversubscribe":  # still cancels an earlier --exclusive

@@ -87,6 +87,10 @@ OPTIONS: dict[str, OptionSpec] = {
 ALIASES: dict[str, str] = {"tasks-per-node": "ntasks-per-node"}
 SHORT: dict[str, OptionSpec] = {o.short: o for o in OPTIONS.values() if o.short}
 
+# What the sbatch command does itself, not the job (print the id alone, ask when the job
+# would start instead of submitting it, wait for its end): no warning, nothing stored.
+CLIENT_SIDE = frozenset({"parsable", "test-only", "wait"})
+
 # Read by sbatch only from the command line: in a batch script they do nothing.
 COMMAND_LINE_ONLY = frozenset({"help", "quiet", "usage", "verbose", "version", "wrap"})
 

@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, update
 
 from tide.hostlist import compress
+from tide.model.job import Job
 from tide.sched.isolate import JobFault, schedule_isolating
 from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
@@ -62,6 +63,17 @@ class CycleStats:
     errors: int = 0
     last_error: str = ""
     held_faulty: int = 0  # jobs held because they could not be evaluated
+
+
+@dataclass(slots=True, frozen=True)
+class WillRun:
+    """sbatch --test-only's answer: when (None: no planned start), where, why not now."""
+
+    start: float | None
+    nodes: str
+    partition: str
+    cpus: int
+    reason: str
 
 
 class SchedulingLoop:
@@ -183,6 +195,27 @@ class SchedulingLoop:
             st.last_running = len(loaded.snapshot.running)
             st.last_at = now
             return decisions
+
+    def will_run(self, job: Job) -> WillRun:
+        """What a pass now would do with `job` added to the queue (sbatch --test-only):
+        start it now, or plan it for later, or leave it pending with a reason. The
+        pass is run on a copy of the queue and nothing is applied or stored."""
+        with self.cycle_lock:
+            now = time.time()
+            snap = load(self.ctl, self.ctl.active, now, True).snapshot
+            snap.pending = [*snap.pending, job]
+            decisions, _ = schedule_isolating(self._schedule, snap)
+        names = [n.name for n in snap.cluster.nodes]
+        for s in decisions.starts:
+            if s.job_id == job.id:
+                nodes = compress(names[na.node] for na in s.alloc.nodes)
+                cpus = _cpus(snap, s.alloc)
+                return WillRun(now, nodes, s.partition, cpus, "None")
+        info = decisions.pending.get(job.id)
+        if info is None:
+            return WillRun(None, "", "", 0, "Unknown")
+        nodes = compress(names[i] for i in info.planned_nodes)
+        return WillRun(info.planned_start, nodes, "", 0, str(info.reason))
 
     def _hold_faulty(self, faults: list[JobFault], now: float) -> None:
         if faults:

@@ -36,6 +36,11 @@ async def submit(body: SubmitBody, request: Request, p: Who) -> dict[str, Any]:
     return out
 
 
+@router.post("/test", summary="When and where a job would start (sbatch --test-only)")
+def test_only(body: SubmitBody, request: Request, p: Who) -> dict[str, Any]:
+    return submitting.test_only(ctl_of(request), p, body)
+
+
 @router.post("/batch", status_code=201, summary="Submit many jobs in one request")
 async def submit_batch(body: BatchBody, request: Request, p: Who) -> dict[str, Any]:
     """Each item is a submission as for POST /v1/jobs; the answer lists, in order,

@@ -380,3 +380,28 @@ def _exported_env(export: str, env: dict[str, str]) -> dict[str, str]:
         elif p in env:
             out[p] = env[p]
     return out
+
+
+def test_only(ctl: Any, who: Principal, body: SubmitBody) -> dict[str, Any]:
+    """sbatch --test-only: the job is checked as a submission is, and a scheduling
+    pass on a copy of the queue says when and where it would start; nothing is
+    stored (the id it is shown under is not given to any job)."""
+    from tide.model.job import Job
+
+    now = time.time()
+    req, _, _, warnings = build_request(body, now)
+    req, account, qos, parts = resolve(ctl, req, who.user)
+    feasible.check(ctl.cluster, req, parts, ctl.feasible_cache)
+    _check_dependency(ctl, req)
+    (job_id,) = ctl.next_ids(1)
+    job = Job(job_id, replace(req, hold=False), user=who.user, account=account, qos=qos, submit=now)
+    w = ctl.loop.will_run(job)
+    return {
+        "job_id": job_id,
+        "start": w.start,
+        "nodes": w.nodes,
+        "partition": w.partition or (parts[0].name if parts else ""),
+        "cpus": w.cpus,
+        "reason": w.reason,
+        "warnings": warnings,
+    }

@@ -1,0 +1,5 @@
+"""python -m tide.slurm squeue -u alice"""
+
+from tide.slurm.main import entry
+
+entry()
