@@ -20,13 +20,17 @@ class Col:
     width: int | None = None  # None: the value as it is
     right: bool = False
     fit: bool = False  # `%#P`: as wide as the widest value (sinfo)
+    cut: bool = True  # values wider than the column are cut (Slurm never cuts times)
 
 
 Piece = Col | str
 
 
-def percent(fmt: str, letters: Mapping[str, str]) -> list[Piece]:
-    """A `%[.][width]letter` format; `letters` maps a letter to its key."""
+def percent(
+    fmt: str, letters: Mapping[str, str], uncut: frozenset[str] = frozenset()
+) -> list[Piece]:
+    """A `%[.][width]letter` format; `letters` maps a letter to its key; values of
+    the keys in `uncut` overflow their column instead of being cut (headers are cut)."""
     out: list[Piece] = []
     i, literal = 0, ""
     while i < len(fmt):
@@ -57,7 +61,8 @@ def percent(fmt: str, letters: Mapping[str, str]) -> list[Piece]:
             out.append(literal)
             literal = ""
         width = int(fmt[j:k]) if k > j else None
-        out.append(Col(letters[letter], width, right, fit))
+        key = letters[letter]
+        out.append(Col(key, width, right, fit, key not in uncut))
         i = k + 1
     if literal:
         out.append(literal)
@@ -88,8 +93,8 @@ def render(
 ) -> list[str]:
     """Lines of the layout (the header first when `headers` is given)."""
     widths = _fit_widths(pieces, rows, headers)
-    lines = [] if headers is None else [_line(pieces, widths, headers.get)]
-    lines += [_line(pieces, widths, r.get) for r in rows]
+    lines = [] if headers is None else [_line(pieces, widths, headers.get, True)]
+    lines += [_line(pieces, widths, r.get, False) for r in rows]
     return lines
 
 
@@ -106,7 +111,9 @@ def _fit_widths(
     return out
 
 
-def _line(pieces: list[Piece], widths: dict[int, int], get: Callable[[str], str | None]) -> str:
+def _line(
+    pieces: list[Piece], widths: dict[int, int], get: Callable[[str], str | None], head: bool
+) -> str:
     parts = []
     for i, p in enumerate(pieces):
         if isinstance(p, str):
@@ -115,7 +122,8 @@ def _line(pieces: list[Piece], widths: dict[int, int], get: Callable[[str], str 
         text = get(p.key) or ""
         width = widths.get(i, p.width)
         if width is not None:
-            text = text[:width]
+            if head or p.cut:
+                text = text[:width]
             text = text.rjust(width) if p.right else text.ljust(width)
         parts.append(text)
     return "".join(parts)

@@ -72,6 +72,7 @@ FIELDS = {
     "SubmitTime": "submit_time", "EndTime": "end_time", "SchedNodes": "schednodes",
     "PriorityLong": "priority", "Priority": "priority_norm", "tres-per-node": "tres_per_node",
 }  # fmt: skip
+UNCUT = frozenset({"time", "time_limit", "time_left", "start_time", "submit_time", "end_time"})
 STATE_ORDER = ["PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "COMPLETED", "CANCELLED"]
 
 
@@ -105,7 +106,7 @@ def run(argv: list[str]) -> int:
 def _layout(fmt: str | None, fields: str | None, long: bool, start: bool) -> list[layout.Piece]:
     if fields:
         return layout.fields(fields, FIELDS)
-    return layout.percent(fmt or (START if start else LONG if long else DEFAULT), LETTERS)
+    return layout.percent(fmt or (START if start else LONG if long else DEFAULT), LETTERS, UNCUT)
 
 
 def _filters(o: Any, users: list[str]) -> dict[str, Any]:

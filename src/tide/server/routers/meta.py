@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import PlainTextResponse
 
 import tide
+from tide.config.slurm_view import slurm_keys
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
 from tide.server.errors import responses
@@ -58,6 +59,7 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
             "bf_window": cfg.bf_window,
             "decay_half_life": cfg.decay_half_life,
         },
+        "config": slurm_keys(ctl.cluster.name, cfg),  # scontrol show config
         "store": ctl.engine.url.render_as_string(hide_password=True),
         "executor": type(ctl.executor).__name__ if ctl.executor is not None else None,
         "started": ctl.started,

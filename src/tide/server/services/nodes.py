@@ -80,7 +80,7 @@ def listing(ctl: Any) -> list[dict[str, Any]]:
         u = usage.get(i, {"gpus": 0, "cores": 0, "mem": 0, "jobs": []})
         cpus_alloc = u["cores"] * max(1, n.threads_per_core)
         busy = u["jobs"] != []
-        full = (n.gpu_count and u["gpus"] >= n.gpu_count) or cpus_alloc >= n.cpus
+        full = cpus_alloc >= n.cpus  # Slurm: ALLOCATED only with every CPU taken, else MIXED
         if admin == "DRAIN":
             state = "DRAINING" if busy else "DRAINED"
         elif admin in ("DOWN", "FUTURE"):
@@ -96,6 +96,9 @@ def listing(ctl: Any) -> list[dict[str, Any]]:
                 "reason": reason,
                 "cpus": n.cpus,
                 "cpus_alloc": cpus_alloc,
+                "sockets": n.sockets,
+                "cores_per_socket": n.cores_per_socket,
+                "threads_per_core": n.threads_per_core,
                 "gpus": n.gpu_count,
                 "gpus_alloc": u["gpus"],
                 "gpu_type": n.gpu_type(),
