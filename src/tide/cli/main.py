@@ -40,10 +40,12 @@ else:
     # are not imported at all.
     if _FIRST not in jobs_cli.FAST_COMMANDS:
         from tide.cli.cluster import cluster_app
+        from tide.cli.shims import shims_app
         from tide.cli.sim import sim_app
 
         app.add_typer(cluster_app, name="cluster")
         app.add_typer(sim_app, name="sim")
+        app.add_typer(shims_app, name="shims")
     app.registered_commands += server_app.registered_commands  # `tide server`
     jobs_cli.register(app)  # sbatch, queue, cancel, show, acct, nodes, ...
     app.add_typer(admin_app, name="admin")

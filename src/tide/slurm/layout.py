@@ -45,7 +45,7 @@ def percent(
             i = j + 1
             continue
         right = fit = False
-        while j < len(fmt) and fmt[j] in ".#":
+        while j < len(fmt) and fmt[j] in ".#-":  # '-': left, the default (printf's habit)
             right |= fmt[j] == "."
             fit |= fmt[j] == "#"
             j += 1
@@ -149,8 +149,9 @@ def sacct_lines(
     header: bool,
     sep: str | None,
     trailing: bool = False,
+    left: tuple[str, ...] = ("JobID", "JobIDRaw"),
 ) -> list[str]:
-    """sacct's table: JobID-like fields left-justified, the others right; a value
+    """sacct's table: the `left` fields left-justified, the others right; a value
     wider than its column is cut to width-1 and '+'. `sep` ('|'): parsable output."""
     if sep is not None:
         end = sep if trailing else ""
@@ -159,14 +160,14 @@ def sacct_lines(
         return lines
     lines = []
     if header:
-        lines.append(" ".join(_cell(n, n, w) for n, w in columns) + " ")
+        lines.append(" ".join(_cell(n[:w], w, n in left) for n, w in columns) + " ")
         lines.append(" ".join("-" * w for _, w in columns) + " ")
     for r in rows:
-        lines.append(" ".join(_cell(n, r.get(n, ""), w) for n, w in columns) + " ")
+        lines.append(" ".join(_cell(r.get(n, ""), w, n in left) for n, w in columns) + " ")
     return lines
 
 
-def _cell(name: str, text: str, width: int) -> str:
+def _cell(text: str, width: int, left: bool) -> str:
     if len(text) > width:
         text = text[: width - 1] + "+"
-    return text.ljust(width) if name.startswith("JobID") else text.rjust(width)
+    return text.ljust(width) if left else text.rjust(width)

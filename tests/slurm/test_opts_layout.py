@@ -1,0 +1,100 @@
+"""Slurm's command-line and output conventions (tide.slurm.opts, tide.slurm.layout)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tide.slurm import layout
+from tide.slurm.opts import Opt, UsageError, parse
+
+SPEC = [
+    Opt("jobs", "j", ("jobs",), True, repeat=True),
+    Opt("noheader", "h", ("noheader",)),
+    Opt("long", "l", ("long",)),
+    Opt("format", "o", ("format",), True),
+    Opt("me", "", ("me",)),
+]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-j12,13", "-hl"],
+        ["-j", "12,13", "-h", "-l"],
+        ["--jobs=12", "--jobs", "13", "--noheader", "--long"],
+        ["--job=12,13", "--nohead", "-lh"],  # unambiguous prefixes, bundled flags
+    ],
+)
+def test_getopt_long_spellings_agree(argv: list[str]) -> None:
+    o = parse(argv, SPEC)
+    assert o.list("jobs") == ["12", "13"] and o.flag("noheader") and o.flag("long")
+
+
+def test_bad_options_are_slurms_one_line_errors() -> None:
+    with pytest.raises(UsageError, match="unrecognized option '--nope'"):
+        parse(["--nope"], SPEC)
+    with pytest.raises(UsageError, match="invalid option -- 'z'"):
+        parse(["-z"], SPEC)
+    with pytest.raises(UsageError, match="requires an argument"):
+        parse(["-o"], SPEC)
+    with pytest.raises(UsageError, match="doesn't allow an argument"):
+        parse(["--me=yes"], SPEC)
+
+
+def test_positional_words_and_double_dash() -> None:
+    o = parse(["12", "-h", "--", "-j"], SPEC)
+    assert o.args == ["12", "-j"] and o.flag("noheader")
+    assert parse(["-h", "cmd", "-l"], SPEC, stop_at_first_arg=True).args == ["cmd", "-l"]
+
+
+def test_percent_format_pads_cuts_and_right_justifies() -> None:
+    pieces = layout.percent("%.6i|%-4j|%5t%%", {"i": "id", "j": "name", "t": "st"})
+    rows = [{"id": "12", "name": "training", "st": "R"}]
+    assert layout.render(pieces, rows, {"id": "JOBID", "name": "NAME", "st": "ST"}) == [
+        " JOBID|NAME|ST   %",
+        "    12|trai|R    %",
+    ]
+
+
+def test_uncut_fields_overflow_like_slurms_times() -> None:
+    pieces = layout.percent("%.9l", {"l": "limit"}, uncut=frozenset({"limit"}))
+    assert layout.render(pieces, [{"limit": "365-00:00:00"}], {"limit": "TIME_LIMIT"}) == [
+        "TIME_LIMI",
+        "365-00:00:00",
+    ]
+
+
+def test_fit_columns_take_the_widest_value() -> None:
+    pieces = layout.percent("%#P %.5a", {"P": "p", "a": "a"})
+    lines = layout.render(pieces, [{"p": "gpu*", "a": "up"}, {"p": "interactive", "a": "up"}], {
+        "p": "PARTITION", "a": "AVAIL"})  # fmt: skip
+    assert lines == ["PARTITION   AVAIL", "gpu*           up", "interactive    up"]
+
+
+def test_sacct_columns_cut_with_a_plus_and_parsable_has_no_padding() -> None:
+    cols = layout.sacct_columns("JobID,jobname%5,State", {"JobID": 12, "JobName": 10, "State": 10})
+    assert cols == [("JobID", 12), ("JobName", 5), ("State", 10)]
+    rows = [{"JobID": "3.batch", "JobName": "training", "State": "COMPLETED"}]
+    assert layout.sacct_lines(cols, rows, True, None) == [
+        "JobID        JobNa      State ",
+        "------------ ----- ---------- ",
+        "3.batch      trai+  COMPLETED ",
+    ]
+    assert layout.sacct_lines(cols, rows, True, "|") == [
+        "JobID|JobName|State",
+        "3.batch|training|COMPLETED",
+    ]
+    with pytest.raises(UsageError, match='Invalid field requested: "Nope"'):
+        layout.sacct_columns("JobID,Nope", {"JobID": 12})
+
+
+@given(st.lists(st.sampled_from(["%i", "%.5j", "%-3t", " ", "|", "%%"]), max_size=8))
+def test_every_line_has_the_header_width_when_nothing_overflows(parts: list[str]) -> None:
+    pieces = layout.percent("".join(parts), {"i": "i", "j": "j", "t": "t"})
+    head = layout.render(pieces, [], {"i": "ID", "j": "NAME", "t": "ST"})[0]
+    row = layout.render(pieces, [{"i": "ID", "j": "abcde", "t": "R"}], None)[0]
+    widths = [p.width for p in pieces if isinstance(p, layout.Col)]
+    if all(w is not None for w in widths):
+        assert len(head) == len(row)
