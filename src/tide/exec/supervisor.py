@@ -41,6 +41,7 @@ from tide.exec.env import BatchContext, batch_env, choose_master_port
 from tide.exec.outputs import PatternFields, batch_paths
 
 SHIM = Path(__file__).parent / "bin" / "srun"
+SHIMS = (SHIM, SHIM.with_name("hostname"))
 _IDLE_TICK = 0.5  # seconds between checks when nothing is pending
 _BUSY_TICK = 0.1  # while ending a job
 
@@ -147,8 +148,9 @@ class Supervisor:
     def _prepare_dir(self) -> tuple[Path, Path]:
         bin_dir = self.job_dir / "bin"
         bin_dir.mkdir(exist_ok=True)
-        shutil.copyfile(SHIM, bin_dir / "srun")
-        (bin_dir / "srun").chmod(0o755)
+        for shim in SHIMS:  # srun, and hostname naming the virtual node
+            shutil.copyfile(shim, bin_dir / shim.name)
+            (bin_dir / shim.name).chmod(0o755)
         script = self.job_dir / "script"
         script.write_text(self.spec.script, encoding="utf-8")
         script.chmod(0o700)

@@ -1,0 +1,144 @@
+"""Slurm's commands (tide.slurm) against a real tide server and real processes:
+what sbatch does itself (--parsable, --test-only, --wait), srun outside a job,
+salloc, scontrol's verbs, scancel's filters, and the shims (issue 15, item 2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from serverproc import ServerProc, job, wait_for
+
+pytestmark = pytest.mark.slow
+
+CLUSTER = """\
+name: cli
+nodes:
+- names: n[1-3]
+  cpus: 8
+  sockets: 1
+  cores_per_socket: 8
+  real_memory: 16000
+  gpus: {count: 2, type: t4}
+partitions:
+- name: gpu
+  nodes: n[1-3]
+  default: true
+  max_time: 1h
+scheduler:
+  bf_interval: 1s
+"""
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
+    tmp = tmp_path_factory.mktemp("slurmcmds")
+    (tmp / "cluster.yaml").write_text(CLUSTER)
+    s = ServerProc(tmp / "data", ["--cluster", str(tmp / "cluster.yaml")]).start()
+    s.work = tmp  # type: ignore[attr-defined]
+    yield s
+    s.stop()
+
+
+def slurm(srv: ServerProc, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TIDE_URL": srv.url, "TIDE_TOKEN": srv.admin_token}
+    for k in [k for k in env if k.startswith("SLURM_") or k == "TIDE_JOB_DIR"]:
+        del env[k]
+    cmd = [sys.executable, "-m", "tide.slurm", *argv]
+    cwd = srv.work  # type: ignore[attr-defined]
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_parsable_prints_the_id_alone_and_stores_no_warning(srv: ServerProc) -> None:
+    done = slurm(srv, "sbatch", "--parsable", "-n1", "--wrap", "true")
+    assert done.returncode == 0 and done.stdout.strip().isdigit(), done.stderr
+    with srv.client() as c:
+        assert job(c, done.stdout.strip())["warnings"] == []
+
+
+def test_test_only_submits_nothing_and_says_when(srv: ServerProc) -> None:
+    with srv.client() as c:
+        before = c.get("/v1/jobs", params={"all": "true"}).json()["jobs"]
+        done = slurm(srv, "sbatch", "--test-only", "-N2", "--gpus-per-node=2", "--wrap", "true")
+        after = c.get("/v1/jobs", params={"all": "true"}).json()["jobs"]
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert "to start at" in done.stderr and "in partition gpu" in done.stderr, done.stderr
+    assert len(after) == len(before)
+
+
+def test_wait_returns_the_jobs_exit_code(srv: ServerProc) -> None:
+    done = slurm(srv, "sbatch", "--wait", "-n1", "--wrap", "exit 7")
+    assert done.returncode == 7, done.stderr
+    assert done.stdout.startswith("Submitted batch job ")
+    ok = slurm(srv, "sbatch", "-W", "--array=0-2", "-n1", "--wrap", "exit 0")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_srun_outside_a_job_allocates_runs_each_rank_on_its_node_and_releases(
+    srv: ServerProc,
+) -> None:
+    done = slurm(srv, "srun", "-N2", "-n4", "-l", "hostname")
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split("\n")[:-1]) == ["0: n1", "1: n1", "2: n2", "3: n2"]
+    assert "Granted job allocation" in done.stderr and "Relinquishing" in done.stderr
+    jid = done.stderr.split("Granted job allocation ")[1].split()[0]
+    with srv.client() as c:
+        wait_for("the allocation's end", lambda: job(c, jid)["state"] == "CANCELLED", 30)
+    assert slurm(srv, "srun", "-n1", "sh", "-c", "exit 3").returncode == 3
+
+
+def test_salloc_runs_a_command_with_the_allocation_and_srun_inside(srv: ServerProc) -> None:
+    script = 'echo "$SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST"; srun -l hostname'
+    done = slurm(srv, "salloc", "-N2", "--ntasks-per-node=1", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "2 n[1-2]" and sorted(lines[1:]) == ["0: n1", "1: n2"]
+
+
+def test_scontrol_verbs_and_hostnames(srv: ServerProc) -> None:
+    jid = slurm(srv, "sbatch", "--parsable", "-H", "-n1", "--wrap", "sleep 60").stdout.strip()
+    assert slurm(srv, "scontrol", "show", "hostnames", "n[1-3],x7").stdout == "n1\nn2\nn3\nx7\n"
+    assert slurm(srv, "scontrol", "update", f"JobId={jid}", "TimeLimit=5:00").returncode == 0
+    shown = slurm(srv, "scontrol", "show", "job", jid).stdout
+    assert f"JobId={jid} JobName=wrap" in shown and "TimeLimit=00:05:00" in shown
+    assert "JobState=PENDING Reason=JobHeldUser" in shown, shown
+    assert slurm(srv, "scontrol", "release", jid).returncode == 0
+    with srv.client() as c:
+        wait_for("the release", lambda: job(c, jid)["reason"] != "JobHeldUser", 30)
+    done = slurm(srv, "scancel", "-n", "wrap", "-t", "PENDING,RUNNING")
+    assert done.returncode == 0, done.stderr
+    with srv.client() as c:
+        wait_for("the cancel", lambda: job(c, jid)["state"] == "CANCELLED", 30)
+    bad = slurm(srv, "scontrol", "update", f"JobId={jid}", "Colour=red")
+    assert bad.returncode == 1 and "not supported: colour=red" in bad.stderr
+    node = slurm(srv, "scontrol", "show", "node", "n2").stdout
+    assert node.startswith("NodeName=n2 ") and "Gres=gpu:t4:2" in node and "{" not in node
+
+
+def test_bad_command_lines_are_one_line_errors(srv: ServerProc) -> None:
+    done = slurm(srv, "squeue", "--colour")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == "squeue: unrecognized option '--colour'"
+    done = slurm(srv, "sacct", "-o", "JobID,Nope")
+    assert done.stderr.startswith('sacct: Invalid field requested: "Nope"')
+
+
+def test_shims_never_shadow_a_real_slurm_unless_forced(tmp_path: Path) -> None:
+    fake = tmp_path / "real"
+    fake.mkdir()
+    (fake / "squeue").write_text("#!/bin/sh\necho real\n")
+    (fake / "squeue").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "tide.cli.main", "shims", "install", str(tmp_path / "bin")]
+    refused = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert refused.returncode == 1 and "a real Slurm is on PATH" in refused.stderr
+    assert not (tmp_path / "bin").exists()
+    forced = subprocess.run([*cmd, "--force"], env=env, capture_output=True, text=True)
+    assert forced.returncode == 0, forced.stderr
+    shim = tmp_path / "bin" / "scontrol"
+    out = subprocess.run([str(shim), "show", "hostnames", "a[1-2]"], capture_output=True, text=True)
+    assert out.stdout == "a1\na2\n", out.stderr
