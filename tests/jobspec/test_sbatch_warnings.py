@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tide.jobspec.options import OPTIONS
+from tide.jobspec.options import CLIENT_SIDE, OPTIONS
 from tide.jobspec.sbatch import parse_args
 
-IGNORED = sorted(name for name, o in OPTIONS.items() if not o.supported)
+IGNORED = sorted(n for n, o in OPTIONS.items() if not o.supported and n not in CLIENT_SIDE)
 
 
 def _argv_for(name: str) -> list[str]:
@@ -20,6 +20,13 @@ def test_every_ignored_option_warns_by_name(name: str) -> None:
     parsed = parse_args(_argv_for(name))
     assert parsed.warnings == (f"--{name} is accepted but ignored by tide",)
     assert parsed.request.warnings == parsed.warnings
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_SIDE))
+def test_what_the_sbatch_command_does_itself_stores_no_warning(name: str) -> None:
+    """--parsable, --test-only, --wait: the command acts on them (tide.slurm.sbatch)."""
+    parsed = parse_args(_argv_for(name))
+    assert parsed.warnings == () and parsed.request.warnings == ()
 
 
 @pytest.mark.parametrize(
