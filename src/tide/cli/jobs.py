@@ -101,16 +101,9 @@ def queue(
 
     Example: tide queue --start -u alice
     """
-    codes = {v: k for k, v in render.STATE_CODE.items()}
-    st = [codes.get(s.upper(), s.upper()) for s in csv_list(states)]
-    params = {
-        "state": st or None,
-        "user": csv_list(user),
-        "account": csv_list(account),
-        "partition": csv_list(partition),
-        "job": csv_list(jobs),
-        "name": csv_list(name),
-    }
+    from tide.cli.queue_fast import filters
+
+    params = filters(*map(csv_list, (user, account, partition, states, jobs, name)))
     with api() as c:
         if not as_json:
             # the server renders squeue text from its in-memory queue: fast at 100k jobs

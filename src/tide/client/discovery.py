@@ -10,23 +10,22 @@ Token: TIDE_TOKEN; else the file named by TIDE_TOKEN_FILE; else
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from tide.server.settings import DEFAULT_URL, TOKEN_FILE
+from tide.defaults import DEFAULT_URL, TOKEN_FILE
 
 
 def server_url() -> str:
     return os.environ.get("TIDE_URL", "").rstrip("/") or DEFAULT_URL
 
 
-def token_candidates() -> list[Path]:
-    out: list[Path] = []
+def token_candidates() -> list[str]:
+    out: list[str] = []
     if os.environ.get("TIDE_TOKEN_FILE"):
-        out.append(Path(os.environ["TIDE_TOKEN_FILE"]).expanduser())
+        out.append(os.path.expanduser(os.environ["TIDE_TOKEN_FILE"]))
     if os.environ.get("TIDE_DATA_DIR"):
-        out.append(Path(os.environ["TIDE_DATA_DIR"]).expanduser() / TOKEN_FILE)
-    home = Path.home() / ".tide"
-    out += [home / TOKEN_FILE, home / "token"]
+        out.append(os.path.join(os.path.expanduser(os.environ["TIDE_DATA_DIR"]), TOKEN_FILE))
+    home = os.path.join(os.path.expanduser("~"), ".tide")
+    out += [os.path.join(home, TOKEN_FILE), os.path.join(home, "token")]
     return out
 
 
@@ -36,7 +35,8 @@ def find_token() -> tuple[str, str]:
         return os.environ["TIDE_TOKEN"].strip(), "TIDE_TOKEN"
     for path in token_candidates():
         try:
-            text = path.read_text().strip()
+            with open(path, encoding="utf-8") as f:
+                text = f.read().strip()
         except OSError:
             continue
         if text:

@@ -1,19 +1,20 @@
 """A small synchronous client: JSON in, JSON out, errors as ClientError.
 
-Built on the standard library's http.client (one keep-alive connection), not
-httpx: the CLI starts often, and `tide queue` must answer in well under a
-second, so every import counts.
+HTTP/1.1 over one kept-alive socket, written here: `squeue` and `tide queue`
+start often, and importing http.client (with email, ssl, urllib) cost more CPU
+than all the rest of such a command (bench/bench_cli.py). TLS (https://) loads
+ssl only when asked for.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 from tide.client.discovery import find_token, server_url
+
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 class ClientError(Exception):
@@ -34,25 +35,26 @@ class Client:
     def __init__(self, url: str, token: str, timeout: float = 60.0) -> None:
         self.url = url.rstrip("/")
         self.token = token
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        parsed = _split_url(self.url)
+        if parsed is None:
             raise ClientError(
                 0,
                 f"TIDE_URL={url!r} is not an http(s) URL",
                 "TIDE_URL",
                 "e.g. http://127.0.0.1:6817",
             )
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
-        self._prefix = parts.path.rstrip("/")
+        self._https, self._host, self._port, self._prefix = parsed
         self._timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
+        self._file: Any = None
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
     def __enter__(self) -> Client:
         return self
@@ -60,31 +62,39 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            self._conn = cls(self._host, self._port, timeout=self._timeout)
-        return self._conn
+    def _connect(self) -> None:
+        if self._sock is not None:
+            return
+        sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._https:
+            import ssl
+
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self._host)
+        self._sock, self._file = sock, sock.makefile("rb")
 
     def _send(
         self, method: str, path: str, params: dict[str, Any] | None = None, body: Any = None
     ) -> tuple[int, bytes, str]:
         target = self._prefix + path
         if params:
-            target += "?" + urlencode(params, doseq=True)
-        headers = {"Accept": "application/json"}
+            target += "?" + _urlencode(params)
+        head = [f"{method} {target} HTTP/1.1", f"Host: {self._host}:{self._port}"]
+        head.append("Accept: application/json")
         if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        data = None
+            head.append(f"Authorization: Bearer {self.token}")
+        data = b""
         if body is not None:
             data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
+            head.append("Content-Type: application/json")
+        head.append(f"Content-Length: {len(data)}")
+        request = ("\r\n".join(head) + "\r\n\r\n").encode() + data
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once
-            conn = self._connection()
             try:
-                conn.request(method, target, body=data, headers=headers)
-                r = conn.getresponse()
-                return r.status, r.read(), r.reason
+                self._connect()
+                assert self._sock is not None
+                self._sock.sendall(request)
+                return self._response()
             except (ConnectionRefusedError, socket.gaierror, TimeoutError) as e:
                 self.close()
                 raise ClientError(
@@ -93,11 +103,38 @@ class Client:
                     "TIDE_URL",
                     "start it with `tide server` or point TIDE_URL at it",
                 ) from e
-            except (http.client.HTTPException, OSError) as e:
+            except (OSError, ValueError) as e:
                 self.close()
                 if attempt:
                     raise ClientError(0, f"request to {self.url}{path} failed: {e}") from e
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _response(self) -> tuple[int, bytes, str]:
+        """Status, body and reason of one HTTP/1.1 response (Content-Length, chunked,
+        or read to the close)."""
+        f = self._file
+        status_line = f.readline(65537)
+        if not status_line:
+            raise ConnectionResetError("the server closed the connection")
+        words = status_line.decode("latin-1").rstrip("\r\n").split(" ", 2)
+        code, reason = words[1], (words[2] if len(words) > 2 else "")
+        headers: dict[str, str] = {}
+        while True:
+            line = f.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            key, _, value = line.decode("latin-1").partition(":")
+            headers[key.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = _chunked(f)
+        elif "content-length" in headers:
+            body = f.read(int(headers["content-length"]))
+        else:
+            body = f.read()
+            self.close()
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return int(code), body, reason
 
     def _checked(self, method: str, path: str, **kw: Any) -> bytes:
         status, raw, reason = self._send(method, path, **kw)
@@ -146,6 +183,50 @@ def _clean(params: dict[str, Any]) -> dict[str, Any]:
             continue
         out[k] = ("true" if v else "false") if isinstance(v, bool) else v
     return out
+
+
+def _split_url(url: str) -> tuple[bool, str, int, str] | None:
+    """(https, host, port, path prefix) of an http(s) URL; None if it is not one."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    https = scheme.lower() == "https"
+    netloc, slash, path = rest.partition("/")
+    netloc = netloc.rpartition("@")[2]
+    if netloc.startswith("["):  # [::1]:6817
+        host, _, port_text = netloc[1:].partition("]")
+        port_text = port_text.lstrip(":")
+    else:
+        host, _, port_text = netloc.partition(":")
+    if not host or (port_text and not port_text.isdigit()):
+        return None
+    port = int(port_text) if port_text else (443 if https else 80)
+    return https, host, port, (slash + path).rstrip("/")
+
+
+def _quote(text: str) -> str:
+    return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in text.encode())
+
+
+def _urlencode(params: dict[str, Any]) -> str:
+    """urllib's urlencode(doseq=True), quoting as quote_plus does except spaces (%20)."""
+    pairs = []
+    for k, v in params.items():
+        for item in v if isinstance(v, list | tuple) else [v]:
+            pairs.append(f"{_quote(str(k))}={_quote(str(item))}")
+    return "&".join(pairs)
+
+
+def _chunked(f: Any) -> bytes:
+    parts = []
+    while True:
+        size = int(f.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            while f.readline(65537) not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(parts)
+        parts.append(f.read(size))
+        f.readline(65537)  # the CRLF after each chunk
 
 
 def connect(url: str | None = None, token: str | None = None) -> Client:

@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_PORT = 6817  # slurmctld's port: the habit carries over
-DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
-TOKEN_FILE = "admin.token"
+from tide.defaults import DEFAULT_PORT, DEFAULT_URL, TOKEN_FILE
+
+__all__ = ["DEFAULT_PORT", "DEFAULT_URL", "TOKEN_FILE", "Settings"]
 
 
 @dataclass(slots=True)

@@ -9,13 +9,12 @@ width; sacct cuts with a trailing '+', as Slurm does.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tide.slurm.opts import UsageError
 
 
-@dataclass(frozen=True, slots=True)
-class Col:
+class Col(NamedTuple):  # not a dataclass: dataclasses imports inspect (startup time)
     key: str
     width: int | None = None  # None: the value as it is
     right: bool = False

@@ -4,16 +4,14 @@ unambiguous prefix of a long option (`--form` for `--format`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class UsageError(Exception):
     """A bad command line: the message is one line, as Slurm's own."""
 
 
-@dataclass(frozen=True, slots=True)
-class Opt:
+class Opt(NamedTuple):  # not a dataclass: dataclasses imports inspect (startup time)
     dest: str
     short: str = ""  # one letter, or ""
     long: tuple[str, ...] = ()  # names without the dashes
@@ -22,10 +20,12 @@ class Opt:
     repeat: bool = False  # values accumulate (comma lists are split)
 
 
-@dataclass(slots=True)
 class Parsed:
-    values: dict[str, Any] = field(default_factory=dict)
-    args: list[str] = field(default_factory=list)  # positional words
+    __slots__ = ("args", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.args: list[str] = []  # positional words
 
     def get(self, dest: str, default: Any = None) -> Any:
         return self.values.get(dest, default)

@@ -1,0 +1,34 @@
+"""The `tide` command's entry point.
+
+`tide sbatch`/`tide submit` and `tide queue` run often (scripts, watch loops,
+job arrays of submissions): they go straight to their plain implementations
+(tide.slurm.sbatch, tide.cli.queue_fast: the standard library and tide's HTTP
+client only). Everything else, and --help, goes through the Typer app
+(tide.cli.main). bench/bench_cli.py measures the difference.
+"""
+
+from __future__ import annotations
+
+import sys
+
+HELP = ("--help", "-h")
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    word, rest = (argv[0], argv[1:]) if argv else ("", [])
+    if word in ("sbatch", "submit") and not (rest and rest[0] in HELP):
+        from tide.slurm.main import main as slurm
+
+        sys.exit(slurm("sbatch", rest))
+    if word == "queue" and not any(a in (*HELP, "--json") for a in rest):
+        from tide.cli.queue_fast import queue
+
+        sys.exit(queue(rest))
+    from tide.cli.main import app
+
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
