@@ -97,7 +97,7 @@ def test_sbatch_errors_name_the_option(tiny: Any, tmp_path: Path) -> None:
     r = tide(tiny, "sbatch", "--time=zz", "j.sh", token=tiny.tokens["alice"], cwd=tmp_path)
     assert r.returncode == 1 and "--time=zz" in r.stderr
     r = tide(tiny, "sbatch", "missing.sh", token=tiny.tokens["alice"], cwd=tmp_path)
-    assert r.returncode == 1 and "unable to open file missing.sh" in r.stderr
+    assert r.returncode == 1 and "unable to open file missing.sh" in r.stderr.lower()
     r = tide(
         tiny, "sbatch", "--wrap", "echo hi", "-p", "cpu", token=tiny.tokens["alice"], cwd=tmp_path
     )
