@@ -20,8 +20,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import _PG
 from serverproc import DATA, ServerProc
+
+from conftest import _PG
 
 pytestmark = pytest.mark.slow
 

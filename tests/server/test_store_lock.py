@@ -16,8 +16,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import _PG
 from serverproc import DATA, ServerProc, submit, wait_for, wait_state
+
+from conftest import _PG
 
 pytestmark = pytest.mark.slow
 
