@@ -237,3 +237,28 @@ def test_spec_json_round_trip() -> None:
 def test_exit_code_format(code: int, sig: int, text: str) -> None:
     assert format_exit_code(code, sig) == text
     assert ExitRecord(1, code, sig).exit_code_str == text
+
+
+@pytest.mark.parametrize(
+    ("tasks", "count", "lo", "hi", "step"),
+    [
+        ((0, 4, 8, 12), "4", "0", "12", "4"),
+        ((2, 3, 4), "3", "2", "4", "1"),
+        ((1, 7, 9), "3", "1", "9", "1"),
+    ],
+)
+def test_array_task_count_min_max_step(
+    tasks: tuple[int, ...], count: str, lo: str, hi: str, step: str
+) -> None:
+    """sbatch(1)'s SLURM_ARRAY_TASK_COUNT/MIN/MAX/STEP (--array=0-12:4 has step 4)."""
+    nodes = [NodeLaunch("cpu1", "", (), (0,), 100, 1)]
+    spec = _spec(nodes=nodes, ntasks=1, array_job_id=40, array_task_id=tasks[1], array_tasks=tasks)
+    env = batch_env(spec, CTX)
+    got = [env[f"SLURM_ARRAY_TASK_{k}"] for k in ("COUNT", "MIN", "MAX", "STEP")]
+    assert got == [count, lo, hi, step]
+
+
+def test_qos_and_gpus_per_node_are_set_when_known() -> None:
+    env = batch_env(_spec(qos="high", gpus_per_node=4), CTX)
+    assert (env["SLURM_JOB_QOS"], env["SLURM_GPUS_PER_NODE"]) == ("high", "4")
+    assert "SLURM_GPUS_PER_NODE" not in batch_env(_spec(), CTX)

@@ -50,6 +50,9 @@ class LaunchSpec:
     ntasks: int = 1
     checkpoint_dir: str = ""
     script_args: tuple[str, ...] = ()  # `sbatch script.sh ARGS...`: $1.. of the script
+    qos: str = ""
+    array_tasks: tuple[int, ...] = ()  # every task id of the array (SLURM_ARRAY_TASK_COUNT...)
+    gpus_per_node: int | None = None  # --gpus-per-node as asked (SLURM_GPUS_PER_NODE)
 
 
 @dataclass(slots=True, frozen=True)

@@ -16,6 +16,7 @@ import pwd
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from tide.exec.base import LaunchSpec, NodeLaunch
 from tide.hostlist import compress
@@ -162,10 +163,28 @@ def batch_env(spec: LaunchSpec, ctx: BatchContext) -> dict[str, str]:
         env["SLURM_NTASKS_PER_NODE"] = str(per_node.pop())
     if spec.time_limit is not None:
         env["SLURM_JOB_END_TIME"] = str(int(ctx.started) + spec.time_limit)
+    if spec.qos:
+        env["SLURM_JOB_QOS"] = spec.qos
+    if spec.gpus_per_node is not None:
+        env["SLURM_GPUS_PER_NODE"] = str(spec.gpus_per_node)
     if spec.array_task_id is not None:
-        env["SLURM_ARRAY_JOB_ID"] = str(spec.array_job_id or spec.job_id)
-        env["SLURM_ARRAY_TASK_ID"] = str(spec.array_task_id)
+        env.update(array_env(spec))
     return env
+
+
+def array_env(spec: LaunchSpec) -> dict[str, str]:
+    """An array task's variables, as sbatch(1) lists them: the step is the array's
+    --array=A-B:STEP stride (1 when the ids have none, e.g. a list)."""
+    ids = sorted(spec.array_tasks) or [spec.array_task_id or 0]
+    gaps = {b - a for a, b in pairwise(ids)}
+    return {
+        "SLURM_ARRAY_JOB_ID": str(spec.array_job_id or spec.job_id),
+        "SLURM_ARRAY_TASK_ID": str(spec.array_task_id),
+        "SLURM_ARRAY_TASK_COUNT": str(len(ids)),
+        "SLURM_ARRAY_TASK_MIN": str(ids[0]),
+        "SLURM_ARRAY_TASK_MAX": str(ids[-1]),
+        "SLURM_ARRAY_TASK_STEP": str(gaps.pop() if len(gaps) == 1 else 1),
+    }
 
 
 @dataclass(slots=True, frozen=True)

@@ -81,8 +81,9 @@ def spec_to_json(spec: LaunchSpec) -> dict[str, Any]:
 
 def spec_from_json(data: dict[str, Any]) -> LaunchSpec:
     fields = {k: v for k, v in data.items() if k in LaunchSpec.__dataclass_fields__}
-    if "script_args" in fields:
-        fields["script_args"] = tuple(fields["script_args"])
+    for name in ("script_args", "array_tasks"):  # JSON lists back to the spec's tuples
+        if name in fields:
+            fields[name] = tuple(fields[name])
     fields["nodes"] = [
         NodeLaunch(
             node=n["node"],

@@ -71,6 +71,9 @@ def launch_spec(
         cpus_per_task=req.cpus_per_task,
         ntasks=sum(ntasks),
         script_args=tuple(json.loads(row.script_args or "[]")),
+        qos=row.qos or "",
+        array_tasks=tuple(req.array.task_ids) if req.array is not None else (),
+        gpus_per_node=req.gpus_per_node,
     )
 
 
