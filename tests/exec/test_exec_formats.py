@@ -262,3 +262,14 @@ def test_qos_and_gpus_per_node_are_set_when_known() -> None:
     env = batch_env(_spec(qos="high", gpus_per_node=4), CTX)
     assert (env["SLURM_JOB_QOS"], env["SLURM_GPUS_PER_NODE"]) == ("high", "4")
     assert "SLURM_GPUS_PER_NODE" not in batch_env(_spec(), CTX)
+
+
+def test_cpu_counts_are_cpus_not_cores_as_in_accounting() -> None:
+    """-N2 --ntasks-per-node=2 -c4 on nodes of 2 threads per core holds 4 cores = 8 CPUs
+    a node: Slurm's SLURM_JOB_CPUS_PER_NODE is 8(x2), as sacct's AllocCPUS is 16."""
+    nodes = [NodeLaunch(f"n{i}", "", (), (0, 1, 2, 3), 100, 2, threads_per_core=2) for i in (1, 2)]
+    env = batch_env(_spec(nodes=nodes, ntasks=4, cpus_per_task=4), CTX)
+    assert (env["SLURM_JOB_CPUS_PER_NODE"], env["SLURM_CPUS_ON_NODE"]) == ("8(x2)", "8")
+    step = StepInfo(1, tuple(nodes), (2, 2), tuple(nodes), 20042)
+    task = task_env({"PATH": "/p"}, step, TaskPlacement(0, 0, 0, (), (0, 1)))
+    assert task["SLURM_CPUS_ON_NODE"] == "8"

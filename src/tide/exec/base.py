@@ -22,6 +22,12 @@ class NodeLaunch:
     cores: tuple[int, ...]  # core ids to pin tasks to where the OS allows
     mem_mb: int
     ntasks: int  # tasks srun starts on this node by default
+    threads_per_core: int = 1  # a core is this many CPUs (Slurm counts CPUs, not cores)
+
+    @property
+    def cpus(self) -> int:
+        """CPUs held on this node, as Slurm counts them (SLURM_CPUS_ON_NODE, AllocCPUS)."""
+        return len(self.cores) * max(1, self.threads_per_core)
 
 
 @dataclass(slots=True)

@@ -92,6 +92,7 @@ def spec_from_json(data: dict[str, Any]) -> LaunchSpec:
             cores=tuple(n["cores"]),
             mem_mb=n["mem_mb"],
             ntasks=n["ntasks"],
+            threads_per_core=n.get("threads_per_core", 1),
         )
         for n in data["nodes"]
     ]

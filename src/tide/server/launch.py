@@ -44,6 +44,7 @@ def launch_spec(
                 cores=na.cores,
                 mem_mb=na.mem,
                 ntasks=n,
+                threads_per_core=node.threads_per_core,
             )
         )
     env: dict[str, Any] = json.loads(row.env or "{}")
