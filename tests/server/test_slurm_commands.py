@@ -142,3 +142,13 @@ def test_shims_never_shadow_a_real_slurm_unless_forced(tmp_path: Path) -> None:
     shim = tmp_path / "bin" / "scontrol"
     out = subprocess.run([str(shim), "show", "hostnames", "a[1-2]"], capture_output=True, text=True)
     assert out.stdout == "a1\na2\n", out.stderr
+
+
+def test_tide_show_node_and_partition_are_scontrols_records(srv: ServerProc) -> None:
+    env = {**os.environ, "TIDE_URL": srv.url, "TIDE_TOKEN": srv.admin_token}
+    shown = (("node", "n1", "NodeName=n1 "), ("partition", "gpu", "PartitionName=gpu"))
+    for what, name, key in shown:
+        cmd = [sys.executable, "-m", "tide.cli.main", "show", what, name]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60).stdout
+        assert out.startswith(key), out
+        assert "['" not in out and "{'" not in out and "None" not in out  # no Python reprs

@@ -245,8 +245,9 @@ def show_node(name: str, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(node)
         return
-    for k, v in node.items():
-        print(f"{k}={v}")
+    from tide.slurm import show
+
+    print("\n   ".join(show.node(node)) + "\n")
 
 
 @show_app.command("partition")
@@ -262,8 +263,12 @@ def show_partition(name: str, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(parts[0])
         return
-    for k, v in parts[0].items():
-        print(f"{k}={v}")
+    from tide.slurm import show
+
+    with api() as c:
+        nodes = {n["name"]: n for n in c.get("/v1/nodes")["nodes"]}
+        mode = (c.get("/v1/cluster").get("config") or {}).get("PreemptMode", "OFF")
+    print("\n   ".join(show.partition(parts[0], nodes, mode)) + "\n")
 
 
 # --- sacct / sreport / sshare / sprio -----------------------------------------------------
