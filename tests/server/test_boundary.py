@@ -105,8 +105,10 @@ def test_only_operators_raise_priority_at_submit(tiny: Any) -> None:
         for argv in (["--priority=TOP"], ["--nice=-100000"]):
             r = submit(c, HELLO, tiny.work, argv)
             assert r.status_code == 403, (argv, r.text)
-        r = submit(c, HELLO, tiny.work, [], job={"priority": 4294967293})
+        r = submit(c, HELLO, tiny.work, [], job={"priority": 100})
         assert r.status_code == 403, r.text
+        r = submit(c, HELLO, tiny.work, [], job={"priority": 4294967293})
+        assert r.status_code == 422, r.text  # beyond what the store holds
     with tiny.client(tiny.tokens["oscar"]) as op:
         r = submit(op, HELLO, tiny.work, ["--hold", "--priority=100", "--nice=-5"])
         assert r.status_code == 201, r.text

@@ -148,11 +148,12 @@ def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
     Starlette's names only the methods of the first route that matched)."""
     from starlette.routing import Match
 
+    matched = [r for r in _leaf_routes(app.router.routes) if r.matches(scope)[0] is not Match.NONE]
+    # a fixed path (/v1/jobs/batch) is its own resource, not a value of /v1/jobs/{job_id}
+    fixed = [r for r in matched if not getattr(r, "param_convertors", None)]
     methods: set[str] = set()
-    for route in _leaf_routes(app.router.routes):
-        match, _ = route.matches(scope)
-        if match is not Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
+    for route in fixed or matched:
+        methods |= set(getattr(route, "methods", None) or ())
     return sorted(methods - {"HEAD"}) if methods - {"HEAD"} else sorted(methods)
 
 

@@ -18,8 +18,8 @@ from tide.model import DependencyType
 
 INT_MAX = 2**31 - 1  # sbatch's counts are C ints
 NICE_MAX = 2147483645  # sbatch(1) --nice
-PRIORITY_MAX = 2**32 - 2  # scontrol update Priority (0xfffffffe)
-MAX_SECONDS = 100 * 365 * 86400  # a time limit or delay beyond a century is a typo
+PRIORITY_MAX = INT_MAX  # scontrol's 0xfffffffe does not fit the store's INTEGER column
+MAX_SECONDS = INT_MAX  # 68 years: what the store's INTEGER columns hold
 MAX_EPOCH = 253402300799.0  # 9999-12-31: begin and reservation times
 MAX_SCRIPT = 64 * 1024 * 1024  # bytes; the site's max_script_size (4 MiB) applies later
 MAX_ITEMS = 10_000  # argv words, env variables, list entries

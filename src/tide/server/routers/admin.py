@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 
 from tide.server.auth import Principal
 from tide.server.deps import admin, ctl_of, who
@@ -100,7 +100,9 @@ def add_token(body: TokenBody, request: Request, p: Admin) -> dict[str, Any]:
 
 
 @router.delete("/tokens/{token_id}", summary="Revoke a token")
-def del_token(token_id: int, request: Request, p: Admin) -> dict[str, Any]:
+def del_token(
+    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], request: Request, p: Admin
+) -> dict[str, Any]:
     svc.revoke_token(ctl_of(request), token_id)
     return {"revoked": token_id}
 

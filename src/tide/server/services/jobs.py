@@ -27,7 +27,7 @@ from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
 
-MAX_ID = 2**62  # larger numbers name no job (and fit no store's integer)
+MAX_ID = 2**31 - 1  # larger numbers name no job (the store's INTEGER ids)
 
 
 def parse_id(text: str) -> tuple[int, int | None]:

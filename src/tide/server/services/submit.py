@@ -20,7 +20,7 @@ from tide.server.schemas import JobSpec, SubmitBody
 from tide.server.services import feasible
 from tide.store import codec
 
-MAX_JOB_ID = 2**62  # larger ids name no job (and fit no store's integer)
+MAX_JOB_ID = 2**31 - 1  # larger ids name no job (the store's INTEGER ids)
 
 
 @dataclass(slots=True)
