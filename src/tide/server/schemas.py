@@ -232,7 +232,7 @@ class QosBody(Strict):
     priority: Annotated[int, Field(strict=True, ge=0, le=INT_MAX)] = 0
     limits: Limits = Field(default_factory=dict)
     preempt: list[Short] = Field(default_factory=list, max_length=1000)
-    preempt_mode: Word = ""
+    preempt_mode: Annotated[str, Field(max_length=32), AfterValidator(_clean)] = ""
     grace_time: Seconds = 0
     preempt_exempt_time: Seconds | None = Field(None, description="seconds; none = no exemption")
     usage_factor: Annotated[float, Field(strict=True, ge=0, le=1e6, allow_inf_nan=False)] = 1.0

@@ -60,9 +60,10 @@ def efficiency(
     request: Request,
     p: Who,
     since: Annotated[
-        float | None, Query(description="epoch: jobs that reported since; default all")
+        float | None,
+        Query(ge=0, le=MAX_EPOCH, description="epoch: jobs that reported since; default all"),
     ] = None,
-    account: Annotated[list[str] | None, Query()] = None,
+    account: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies it per request)
 ) -> dict[str, Any]:
     from tide.server.services import efficiency as eff
 
