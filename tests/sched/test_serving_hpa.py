@@ -106,6 +106,8 @@ def test_scale_to_zero_after_idle_and_back_from_zero():
     assert "scale to zero" in d.reason or current == 0
     d, state = decide(spec, state, Observation(0, 0, buffered=2), 130.0)
     assert d.desired == 2 and "waiting" in d.reason
+    d, state = decide(spec, state, Observation(2, 0, buffered=9), 140.0)
+    assert d.desired == 2  # replicas starting: they will take the waiting requests
 
 
 def test_daily_profile_sets_a_scheduled_minimum():

@@ -318,16 +318,50 @@ def compare_cmd(
     parallel: Annotated[
         int, typer.Option(help="Policies replayed at once (0: one per CPU core).")
     ] = 0,
+    patterns: Annotated[
+        str | None,
+        typer.Option(
+            help="Instead of policies: seed 000's patterns (split,bridge,tidal,unified), "
+            "services and training on one cluster (docs/services.md); --scenario is then "
+            "azure-week (default) or azure-day."
+        ),
+    ] = None,
+    days: Annotated[float | None, typer.Option(help="--patterns: days to run.")] = None,
+    investment: Annotated[
+        list[str] | None, typer.Option(help="--patterns: one-time cost, PATTERN=AMOUNT.")
+    ] = None,
+    opex: Annotated[
+        list[str] | None, typer.Option(help="--patterns: monthly upkeep, PATTERN=AMOUNT.")
+    ] = None,
+    burst_price: Annotated[
+        float | None, typer.Option(help="--patterns: price of a rented GPU-hour (else --price).")
+    ] = None,
+    baseline: Annotated[str, typer.Option(help="--patterns: the pattern savings count from.")] = (
+        "split"
+    ),
     *,
     replay: Replay,
 ) -> None:
-    """Replay one workload under several policies, side by side.
+    """Replay one workload under several policies, side by side; or, with --patterns,
+    services and training under seed 000's patterns with costs and payback.
 
     Writes OUT/<policy>/jobs.csv and metrics.json, OUT/comparison.json and one
-    OUT/report.html with every policy on the same axes.
+    OUT/report.html with every policy on the same axes (with --patterns:
+    OUT/report.md, OUT/patterns.json and OUT/<pattern>/).
 
     Example: tide sim compare --scenario demo --policies slurm,tide,volcano --out out/demo
+    Example: tide sim compare --patterns split,bridge,tidal,unified --days 7 --price 15
+             --investment tidal=180000 --opex tidal=12000 --out out/patterns
     """
+    if patterns is not None:
+        from tide.sim.serving.cli import compare_patterns
+
+        code = compare_patterns(
+            patterns, replay.scenario, days, replay.seed, replay.out, replay.price,
+            investment, opex, burst_price, baseline,
+            parallel or default_workers(len(patterns.split(","))),
+        )  # fmt: skip
+        raise typer.Exit(code)
     from tide.sched.policies import POLICY_NAMES
 
     names = [p.strip() for p in policies.split(",") if p.strip()]

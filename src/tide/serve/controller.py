@@ -304,18 +304,7 @@ class ServiceController:
             return
         if rt.prev is not None and stats["uptime"] < rt.prev["uptime"]:
             rt.prev = None  # the router restarted: its counters did too
-        prev = rt.prev or stats
-        dt = max(1e-6, stats["uptime"] - prev["uptime"])
-        obs = hpa.Observation(
-            current=row.desired,
-            ready=ready,
-            inflight=max(0.0, (stats["inflight_seconds"] - prev["inflight_seconds"]) / dt)
-            if rt.prev is not None
-            else float(stats["inflight"]),
-            buffered=int(stats["buffered"]),
-            p95=stats["window"]["ttfb"]["p95"],
-            requests=max(0, stats["requests"] - prev["requests"]) if rt.prev else stats["requests"],
-        )
+        obs = observation(rt.prev, stats, row.desired, ready)
         decision, rt.hpa = hpa.decide(auto, rt.hpa, obs, now)
         rt.last_eval, rt.prev = now, stats
         w.service["autoscaler"] = _dump_hpa(rt.hpa)
@@ -432,6 +421,28 @@ class ServiceController:
         """Latest router stats per service (for the API and metrics)."""
         with self.lock:
             return {name: rt.stats for name, rt in self.runtimes.items()}
+
+
+def observation(
+    prev: dict[str, Any] | None, stats: dict[str, Any], desired: int, ready: int
+) -> hpa.Observation:
+    """What the router measured since the last evaluation (`prev`, its stats
+    then), as the autoscaler takes it; the twin builds the same from its
+    simulated router (tide.sim.serving.service_sim.ServiceSim.observe)."""
+    if prev is None:
+        inflight, requests = float(stats["inflight"]), int(stats["requests"])
+    else:
+        dt = max(1e-6, stats["uptime"] - prev["uptime"])
+        inflight = max(0.0, (stats["inflight_seconds"] - prev["inflight_seconds"]) / dt)
+        requests = max(0, stats["requests"] - prev["requests"])
+    return hpa.Observation(
+        current=desired,
+        ready=ready,
+        inflight=inflight,
+        buffered=int(stats["buffered"]),
+        p95=stats["window"]["ttfb"]["p95"],
+        requests=requests,
+    )
 
 
 def _state(r: ReplicaRow, w: Writes) -> str:

@@ -100,6 +100,10 @@ class Engine:
     index: ClusterIndex | None = None
     progress: ProgressFn | None = None  # (virtual time, jobs ended, jobs submitted)
     quotas: QuotaTree | None = None  # Kueue-style quotas (Snapshot.quotas)
+    # a checkpointing victim whose grace covers its checkpoint cost saves on the
+    # preemption warning and leaves, losing nothing (docs/services.md); off: it is
+    # killed at the end of its grace and loses the work since its last checkpoint
+    save_on_warning: bool = False
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -133,6 +137,7 @@ class Engine:
         self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
         # preemption: victims in their grace -> (preemptor, attempt token, mode, kill time)
         self.preempting: dict[int, tuple[int, int, str, float]] = {}
+        self.warned: dict[int, float] = {}  # victims saving on the warning -> signal time
         self.suspended: dict[int, Suspension] = {}
         self.parked: dict[int, tuple[int, Job]] = {}  # requeued victim -> (preemptor, job)
         self._preemptive = (

@@ -85,6 +85,16 @@ def saved_work(act: Active, t: float) -> tuple[float, float]:
     return k * interval, act.start + act.paused + k * (interval + cost)
 
 
+def work_done(act: Active, t: float) -> float:
+    """Seconds of work the attempt had done by t (its periodic checkpoints' cost
+    and its suspension excluded), at most what it had to do."""
+    interval, cost = act.sim.checkpoint_interval, act.sim.checkpoint_cost
+    ran = max(0.0, t - act.start - act.paused)
+    if interval and cost > 0:
+        ran -= math.floor(ran / (interval + cost)) * cost
+    return min(ran, act.work_left)
+
+
 def fail_node(engine: Engine, t: float, node: int) -> bool:
     from tide.sim.engine import REPAIR
 
@@ -109,16 +119,21 @@ def _lose(
     t: float,
     requeue: bool | None = None,
     final: JobState = JobState.NODE_FAIL,
+    saved_at: float | None = None,
 ) -> float:
     """End the attempt at t: its work since the last checkpoint is lost; the
     job requeues (`requeue`, None = its --requeue or the cluster default) or
-    ends in `final`. Returns the lost GPU-seconds (preemption reuses this)."""
+    ends in `final`. `saved_at`: the job saved a checkpoint of everything it
+    had done by then, finished at t (a save on the preemption warning).
+    Returns the lost GPU-seconds (preemption reuses this)."""
     job = act.job
     del engine.active[job.id]
     engine.usage.release(engine.held(act))
     worked = min(t, engine.paused_at(act))  # a suspended job did no work since
     engine.suspended.pop(job.id, None)
     saved, last = saved_work(act, worked)
+    if saved_at is not None:
+        saved, last = work_done(act, min(saved_at, worked)), worked
     res = engine.results[job.id]
     lost = act.alloc.gpu_count * max(0.0, worked - last)
     res.lost_gpu_seconds += lost

@@ -6,6 +6,9 @@ The rules of the live controller (docs/preemption.md), on the virtual clock:
   work since its last completed checkpoint, exactly as a node failure does
   (tide.sim.faults: same accounting, same requeue with the saved work). A
   REQUEUE victim goes back to the queue; a CANCEL victim ends PREEMPTED.
+  With `Engine.save_on_warning`, a checkpointing victim whose grace is at
+  least its checkpoint cost saves on the signal (tide.job's protocol) and
+  leaves at decision + cost, losing nothing.
   A victim that ends on its own during the grace is not killed.
 - SUSPEND: the victim stops at once, losing nothing. Its GPUs and memory stay
   held (Slurm does not release GRES of suspended jobs); its cores are lent to
@@ -53,6 +56,10 @@ def apply(engine: Engine, now: float, p: Preemption) -> None:
         engine._push(now, WAKE, -1)  # a cycle for the preemptor, at once
         return
     kill_at = now + max(0, p.grace)
+    cost = act.sim.checkpoint_cost
+    if engine.save_on_warning and act.sim.checkpoint_interval and cost <= p.grace:
+        kill_at = now + cost  # it saves a checkpoint on the warning, then leaves
+        engine.warned[p.victim] = now
     engine.preempting[p.victim] = (p.preemptor, act.token, p.mode, kill_at)
     engine._push(kill_at, PREEMPT, p.victim)
 
@@ -65,7 +72,9 @@ def kill(engine: Engine, t: float, victim: int) -> bool:
         return False  # it ended (or was requeued) on its own meanwhile
     mode = entry[2]
     engine.predicted.pop(victim, None)
-    lost = _lose(engine, act, t, requeue=mode == "REQUEUE", final=JobState.PREEMPTED)
+    warned = engine.warned.pop(victim, None)
+    lost = _lose(engine, act, t, requeue=mode == "REQUEUE", final=JobState.PREEMPTED,
+                 saved_at=warned)  # fmt: skip
     res = engine.results[victim]
     res.preemptions += 1
     res.preempt_lost_gpu_seconds += lost

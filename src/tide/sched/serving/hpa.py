@@ -10,8 +10,9 @@ clock (the live controller's or the twin's):
    - latency: ratio = p95 / target_p95;
    a ratio within `tolerance` of 1 keeps the current count; the largest
    recommendation of the metrics wins (HPA with several metrics). With no
-   ready replica, requests buffered at the router ask for enough replicas
-   to hold them (Knative's activator: scale from zero).
+   replica at all, requests buffered at the router ask for enough replicas
+   to hold them (Knative's activator: scale from zero); while replicas are
+   only starting, nothing is measured and the count stays.
 2. stabilization (HPA behavior): the recommendation is kept in a history;
    scaling up goes to the smallest recommendation of the last `up_window`
    seconds, scaling down to the largest of the last `down_window` seconds.
@@ -82,11 +83,11 @@ def recommend(spec: Autoscaling, obs: Observation) -> tuple[int, str]:
     """Step 1: the raw recommendation and why."""
     load = obs.inflight + obs.buffered
     if obs.ready == 0:
-        if load > 0:  # nothing measured, but requests wait: scale from zero
+        if load > 0 and obs.current == 0:  # nothing runs, requests wait: scale from zero
             target = spec.target_inflight or 1.0
-            want = max(obs.current, 1, math.ceil(load / target))
-            return want, f"{load:g} requests waiting with no ready replica"
-        return obs.current, "no ready replica to measure"
+            want = max(1, math.ceil(load / target))
+            return want, f"{load:g} requests waiting with no replica"
+        return obs.current, "no ready replica to measure (replicas starting)"
     best, why = -1, ""
     if spec.target_inflight is not None:
         ratio = load / obs.ready / spec.target_inflight

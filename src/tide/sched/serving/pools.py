@@ -36,6 +36,7 @@ from tide.model import Job
 from tide.model.service import Pool, PoolConfig
 from tide.sched.cycle import usage_from
 from tide.sched.index import ClusterIndex
+from tide.sched.policies.base import Capabilities
 from tide.sched.preempt_rules import PARTITION, REQUEUE
 from tide.sched.scheduler import Scheduler
 from tide.sched.serving import lending
@@ -74,6 +75,8 @@ class PooledScheduler:
     """The two-pass policy over pools (see the module docstring)."""
 
     name = "pooled"
+    # replicas preempt borrowed work by the pool's own rule, whatever PreemptType says
+    capabilities = Capabilities(preemption="own")
 
     def __init__(self, index: ClusterIndex, config: PoolConfig) -> None:
         self.ix = index

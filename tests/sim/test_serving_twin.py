@@ -1,0 +1,254 @@
+"""The twin with services (tide.sim.serving): the day builder, the replica
+latency model and routing by hand, the engine's autoscaling and accounting,
+the four patterns on a short synthetic day, seed 000's cost arithmetic."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tide.model import JobRequest
+from tide.sim.serving.engine import ServingEngine
+from tide.sim.serving.metrics import Prices, costs, figures
+from tide.sim.serving.scenario import (
+    Lending,
+    Scenario,
+    ServiceDef,
+    service_spec,
+    setup,
+)
+from tide.sim.serving.service_sim import ReplicaModel, ServiceSim, Slo
+from tide.sim.serving.trace import RequestTrace, TraceError, build_days, read_azure
+from tide.sim.workload.base import SimJob
+
+
+def trace(times: list[float], ctx: int = 1000, gen: int = 10) -> RequestTrace:
+    n = len(times)
+    return RequestTrace(np.asarray(times, float), np.full(n, ctx, np.int32),
+                        np.full(n, gen, np.int32))  # fmt: skip
+
+
+# --- traces ------------------------------------------------------------------------------
+
+
+def test_read_azure_and_its_errors(tmp_path: Path):
+    good = tmp_path / "t.csv"
+    good.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                    "2023-11-16 18:17:04.0319600,3180,8\n"
+                    "2023-11-16 18:17:03.9799600,4808,10\n")  # fmt: skip
+    t = read_azure(good)
+    assert t.t.tolist() == pytest.approx([0.0, 0.052]) and t.ctx.tolist() == [4808, 3180]
+    bad = tmp_path / "b.csv"
+    bad.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:04,x,8\n")
+    with pytest.raises(TraceError, match=r"b\.csv:2: .* fix or remove the line"):
+        read_azure(bad)
+    with pytest.raises(TraceError, match="header"):
+        read_azure(good.with_name("h.csv")) if good.with_name("h.csv").write_text("a,b\n") else 0
+
+
+def test_days_follow_the_profile_exactly_for_whole_shares():
+    hour = trace([i * 36.0 for i in range(100)])  # 100 requests in the hour
+    profile = (1.0, 2.0, 0.0, 0.5) + (0.0,) * 20
+    day = build_days(hour, 1.0, profile, seed=3)
+    counts = np.bincount((day.t // 3600).astype(int), minlength=24)
+    assert counts[0] == 100 and counts[1] == 200 and counts[2] == 0
+    assert 30 < counts[3] < 70  # thinned to about half
+    assert np.all(np.diff(day.t) >= 0)
+    again = build_days(hour, 1.0, profile, seed=3)
+    assert np.array_equal(day.t, again.t)  # seeded
+
+
+def test_weekends_are_scaled():
+    hour = trace([i * 3.6 for i in range(1000)])
+    week = build_days(hour, 7.0, (1.0,) * 24, weekend=0.5, seed=1)
+    per_day = np.bincount((week.t // 86400).astype(int), minlength=7)
+    assert per_day[0] == 24_000
+    assert abs(per_day[5] - 12_000) < 600 and abs(per_day[6] - 12_000) < 600
+
+
+# --- the replica model and routing ----------------------------------------------------
+
+FLAT = ReplicaModel(prefill_tps=1000.0, tpot_base=0.1, tpot_slope=0.0, max_batch=1)
+
+
+def test_latencies_by_hand_with_one_slot():
+    sim = ServiceSim("s", trace([0.0, 0.5]), FLAT, Slo(), period=10.0, horizon=100.0)
+    sim.add_ready(1, 0.0)
+    sim.advance(10.0)
+    # first: prefill 1 s + one decode step = TTFT 1.1 s, ends at 0 + 1 + 10 x 0.1 = 2.0
+    # second waits for the slot until 2.0: TTFT 2.0 + 1.1 - 0.5 = 2.6, ends at 4.0
+    assert sim.ttft.tolist() == pytest.approx([1.1, 2.6])
+    assert sim.e2e.tolist() == pytest.approx([2.0, 3.5])
+    assert sim.tpot.tolist() == pytest.approx([0.1, 0.1])
+    obs = sim.observe(10.0, current=1)
+    assert obs.inflight == pytest.approx((2.0 + 3.5) / 10.0)  # time-weighted mean
+    assert obs.requests == 2 and obs.ready == 1 and obs.p95 == pytest.approx(2.6)
+
+
+def test_batch_slows_decode_and_routing_takes_the_least_loaded():
+    m = ReplicaModel(prefill_tps=1e9, tpot_base=0.1, tpot_slope=0.5, max_batch=4)
+    sim = ServiceSim("s", trace([0.0, 0.0, 0.0]), m, Slo(), period=10.0, horizon=100.0)
+    sim.add_ready(1, 0.0)
+    sim.advance(1.0)
+    # on one replica: the second request sees a batch of 2 (tpot 0.15), the third of 3 (0.2)
+    assert sim.tpot.tolist() == pytest.approx([0.1, 0.15, 0.2])
+    sim2 = ServiceSim("s", trace([0.5, 0.5, 0.5, 0.5]), m, Slo(), 10.0, 100.0)
+    sim2.add_ready(1, 0.0)
+    sim2.add_ready(2, 0.0)
+    sim2.advance(1.0)
+    assert sorted(sim2.tpot.tolist()) == pytest.approx([0.1, 0.1, 0.15, 0.15])  # 2 + 2
+
+
+def test_buffered_requests_wait_for_a_replica_or_fail():
+    sim = ServiceSim("s", trace([0.0, 50.0, 70.0]), FLAT, Slo(), 10.0, 200.0, buffer=30.0)
+    sim.advance(75.0)
+    assert sim.failed.tolist() == [True, False, False]  # waited 75 s > 30 s
+    assert sim.observe(80.0, current=0).buffered == 2
+    sim.add_ready(1, 80.0)
+    assert sim.ttft[1] == pytest.approx(80.0 + 1.1 - 50.0)
+    assert sim.drain(1, 81.0) == pytest.approx(84.0)  # the second one ends at 84
+
+
+# --- the engine ---------------------------------------------------------------------
+
+
+def step_scenario(
+    pattern_jobs: list[SimJob] | None = None, serving: int = 1, **lending: float
+) -> Scenario:
+    """3 training nodes + `serving` serving nodes, 8 GPUs each; one service,
+    quiet -> 50x for 20 min -> quiet."""
+    times = list(np.arange(0, 3600, 10.0))  # 0.1/s
+    times += list(np.arange(3600, 4800, 0.2))  # 5/s for 20 min
+    times += list(np.arange(4800, 10800, 10.0))
+    svc = ServiceDef(service_spec("web", 2, 4, 2.0, 30.0, down_window=120.0),
+                     trace(sorted(times), ctx=600, gen=40),
+                     ReplicaModel(prefill_tps=6000, tpot_base=0.03, tpot_slope=0.03,
+                                  max_batch=8))  # fmt: skip
+    return Scenario("step", 3 + serving, 8, serving, [svc], pattern_jobs or [], 10800.0,
+                    Lending(**lending), leaf_size=4)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_the_autoscaler_follows_the_step_and_replicas_are_accounted():
+    out = ServingEngine.for_setup(setup(step_scenario(), "split")).run_serving([])
+    run = out.services[0]
+    ups = [e for e in run.scale_events if e[2] > e[1] and e[0] > 300]  # after the cold start
+    downs = [e for e in run.scale_events if e[2] < e[1]]
+    assert ups and 3600 <= ups[0][0] <= 3700  # quiet hour: no change; the step: at once
+    assert max(e[2] for e in ups) >= 3
+    assert downs and downs[-1][2] == 1 and downs[-1][0] >= 4800 + 120  # after the window
+    assert all(a == pytest.approx(30.0) for a in run.ready_after)  # free GPUs: startup only
+    assert run.sim.failed.sum() == 0
+    f = figures(out)
+    # serving GPU-hours: 2 GPUs per replica over their lives, within the horizon
+    assert f["cluster"]["serving_gpu_hours"] == pytest.approx(run.gpu_seconds / 3600)
+    assert 2 * 3 < f["cluster"]["serving_gpu_hours"] < 2 * 4 * 3
+
+
+def borrowers(n: int, gpus: int = 4, hours: float = 10.0, submit: float = 0.0, first: int = 1):
+    jobs = []
+    for i in range(first - 1, first - 1 + n):
+        req = JobRequest(name="t", nodes_min=1, nodes_max=1, gpus_per_node=gpus,
+                         time_limit=int(hours * 3600 * 1.2), requeue=True)  # fmt: skip
+        jobs.append(SimJob(id=i + 1, submit=submit, duration=hours * 3600, request=req,
+                           account="train", checkpoint_interval=600.0, checkpoint_cost=20.0,
+                           original={"borrow": True}))  # fmt: skip
+    return jobs
+
+
+@pytest.mark.parametrize("pattern", ["split", "bridge", "tidal", "unified"])
+def test_patterns_on_a_step(pattern: str):
+    # 6 x 4-GPU training jobs fill the 3 training nodes, 2 x 6-GPU ones borrow the serving
+    # pool (2 nodes: one replica keeps 2 GPUs busy; the step needs 6 more GPUs)
+    jobs = borrowers(6, gpus=4) + borrowers(2, gpus=6, first=7)
+    sc = step_scenario(jobs, serving=2, lend_after=300.0, keep_idle=0,
+                       reclaim_objective=90.0, switch_gap=60.0,
+                       bridge_max_time=20 * 3600.0)  # fmt: skip
+    st = setup(sc, pattern)
+    out = ServingEngine.for_setup(st).run_serving(st.jobs)
+    f = figures(out)
+    svc, tr, cl = f["service"], f["training"], f["cluster"]
+    if pattern == "split":
+        assert tr["borrowed_gpu_hours"] == 0 and tr["preemptions"] == 0
+    if pattern in ("bridge", "tidal"):
+        assert tr["borrowed_gpu_hours"] > 0  # the quiet serving node went to training
+    if pattern == "tidal":
+        # the step reclaims: replicas ready within the objective, the borrower saved
+        # its checkpoint on the warning (grace 90 - 30 - 10 = 50 s > 20 s cost)
+        assert tr["preemptions"] >= 1 and tr["lost_gpu_hours"] == 0
+        assert svc["ready_after_max"] <= 90.0 + 1e-6
+    if pattern == "bridge":
+        assert cl["switching_gpu_hours"] > 0
+    if pattern == "unified":
+        assert tr["preemptions"] >= 1  # replicas take GPUs from training
+    assert svc["failed"] == 0
+
+
+def test_costs_are_seed_000s_arithmetic():
+    # seed 000's example: 2,000 GPU-hours a month at 15 = 30,000 saved, 12,000 more upkeep,
+    # net 18,000 a month; 180,000 invested pays back in 10 months
+    runs = {
+        "split": {"training": {"useful_train_gpu_hours": 10_000.0},
+                  "service": {"slo_attainment": 0.999}},
+        "tidal": {"training": {"useful_train_gpu_hours": 12_000.0},
+                  "service": {"slo_attainment": 0.999}},
+    }  # fmt: skip
+    prices = Prices(gpu_hour=15.0, investment={"tidal": 180_000}, opex={"tidal": 12_000})
+    c = costs(runs, prices, horizon_hours=730.0, capacity_gpus=100)
+    assert c["split"]["shortfall_gpu_hours_month"] == 2000
+    assert c["tidal"]["monthly_net_saving"] == pytest.approx(30_000 - 12_000)
+    assert c["tidal"]["payback_months"] == pytest.approx(10.0)
+    runs["tidal"]["service"]["slo_attainment"] = 0.9
+    assert not costs(runs, prices, 730.0, 100)["tidal"]["meets_slo"]
+    assert math.isinf(costs(runs, Prices(opex={"tidal": 50_000}, investment={"tidal": 1}),
+                            730.0, 100)["tidal"]["payback_months"])  # fmt: skip
+
+
+# --- one autoscaler for the twin and the live controller -------------------------------
+
+
+def test_twin_and_live_controller_decide_alike_from_the_same_measurements():
+    """The twin's simulated router and the live router's stats, for the same
+    requests, give the autoscaler the same observations and so the same
+    decisions: both drivers run tide.sched.serving.hpa.decide."""
+    from tide.model.service import Autoscaling
+    from tide.sched.serving import hpa
+    from tide.serve import controller as live
+    from tide.sim.serving import engine as twin
+
+    assert live.hpa.decide is twin.hpa.decide is hpa.decide
+    assert live.rollout_step is twin.rollout_step
+    rng = np.random.default_rng(7)
+    times = np.sort(rng.uniform(0, 600, 900)) * np.linspace(1, 0.3, 900)
+    times = np.sort(times)
+    spec = Autoscaling(min_replicas=1, max_replicas=10, target_inflight=2.0, period=10.0,
+                       down_window=60.0)  # fmt: skip
+    sim = ServiceSim("s", trace(list(times), ctx=2000, gen=60),
+                     ReplicaModel(max_batch=4), Slo(), 10.0, 700.0)  # fmt: skip
+    for rid in range(4):
+        sim.add_ready(rid, 0.0)
+    st_twin, st_live = hpa.HpaState(), hpa.HpaState()
+    desired, prev, seen = 4, None, 0
+    cum = 0.0
+    for k in range(1, 61):
+        now = k * 10.0
+        obs_twin = sim.observe(now, desired)
+        # the live router's counters for the same period: cumulative in-flight
+        # seconds and requests, its window p95, its buffered count
+        cum += float(sim.inflight_s[k - 1])
+        seen += obs_twin.requests
+        stats = {"uptime": now, "inflight_seconds": cum, "requests": seen, "inflight": 0,
+                 "buffered": obs_twin.buffered,
+                 "window": {"ttfb": {"p95": obs_twin.p95}}}  # fmt: skip
+        obs_live = live.observation(prev, stats, desired, obs_twin.ready)
+        prev = stats
+        if k == 1:
+            continue  # the live controller's first look has no previous stats
+        assert obs_live.inflight == pytest.approx(obs_twin.inflight)
+        assert obs_live.requests == obs_twin.requests
+        d_twin, st_twin = hpa.decide(spec, st_twin, obs_twin, now)
+        d_live, st_live = hpa.decide(spec, st_live, obs_live, now)
+        assert (d_twin.desired, d_twin.reason) == (d_live.desired, d_live.reason)
+        desired = d_twin.desired
