@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,8 @@ from tide.efficiency import (
     EfficiencyError,
     Measured,
     Progress,
+    bucket,
+    bucket_value,
     group_figures,
     job_figures,
     model_flops_per_token,
@@ -171,3 +174,129 @@ def test_invariants_hold_for_any_report_stream(
             v = percentile(p.hist, q)
             assert v is not None and lo / 1.021 <= v <= hi * 1.021
     assert math.isfinite(p.step_seconds)
+
+
+# ------------------------------------------------ per-step times from tide.job
+
+
+class _Clock:
+    """A stand-in for time.monotonic that the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def helper(monkeypatch: pytest.MonkeyPatch) -> tuple[_Clock, list[dict[str, Any]]]:
+    """tide.job on a hand-moved clock, its reports captured instead of sent."""
+    import tide.job as tj
+
+    clock, sent = _Clock(), []
+    state = tj._new_state()
+    state["atexit"] = True  # the test flushes by hand
+    monkeypatch.setattr(tj, "_state", state)
+    monkeypatch.setattr(tj, "time", clock)
+    monkeypatch.setattr(tj, "_notify", sent.append)
+    monkeypatch.setenv("RANK", "0")
+    return clock, sent
+
+
+def _replay(sent: list[dict[str, Any]], server_times: list[float], sketches: bool) -> Progress:
+    """The server's side: fold the helper's reports, arriving at server_times."""
+    p = Progress()
+    for body, t in zip(sent, server_times, strict=True):
+        times = {int(k): n for k, n in body["step_times"].items()} if sketches and (
+            "step_times" in body) else None  # fmt: skip
+        p.record(body["step"], body.get("tokens", 0.0), t, 0, times)
+    return p
+
+
+# 20 steps: 17 of 1 s, one of 2 s, one of 4 s, one of 8 s. By nearest rank,
+# p50 = the 10th shortest = 1 s; p95 = the 19th = 4 s; p90 = the 18th = 2 s.
+DURATIONS = [1.0] * 8 + [8.0] + [1.0] * 5 + [2.0] + [1.0] * 4 + [4.0]
+
+
+def test_the_helper_sends_per_step_times_so_percentiles_are_per_step(
+    helper: tuple[_Clock, list[dict[str, Any]]],
+) -> None:
+    import tide.job as tj
+
+    clock, sent = helper
+    arrivals = []
+    tj.notify_step(0, every=5.0, tokens=100)
+    arrivals.append(clock.now)
+    for step, d in enumerate(DURATIONS, start=1):
+        clock.now += d
+        before = len(sent)
+        tj.notify_step(step, every=5.0, tokens=100)
+        if len(sent) > before:
+            arrivals.append(clock.now)
+    tj._flush()  # what exit sends: the steps since the last report
+    arrivals += [clock.now] * (len(sent) - len(arrivals))
+    assert 2 < len(sent) < len(DURATIONS)  # batched: a report every >= 5 s
+    assert sent[-1]["step"] == 20 and sum(b.get("tokens", 0) for b in sent) == 2100
+    sketched = sum(n for b in sent for n in b.get("step_times", {}).values())
+    assert sketched == 20  # every step timed once, none twice
+
+    p = _replay(sent, arrivals, sketches=True)
+    assert percentile(p.hist, 50) == pytest.approx(1.0, rel=0.01)
+    assert percentile(p.hist, 90) == pytest.approx(2.0, rel=0.01)
+    assert percentile(p.hist, 95) == pytest.approx(4.0, rel=0.01)
+    assert percentile(p.hist, 100) == pytest.approx(8.0, rel=0.01)
+    assert p.steps == 20 and p.step_seconds == pytest.approx(sum(DURATIONS))
+    # the same reports timed by the server only: interval means blur the tail
+    blurred = _replay(sent, arrivals, sketches=False)
+    assert percentile(blurred.hist, 95) != pytest.approx(4.0, rel=0.05)
+
+
+def test_steps_between_calls_share_the_interval(
+    helper: tuple[_Clock, list[dict[str, Any]]],
+) -> None:
+    """A loop that calls every 4 steps: each of those steps gets a quarter."""
+    import tide.job as tj
+
+    clock, sent = helper
+    tj.notify_step(0, every=0)
+    clock.now += 2.0
+    tj.notify_step(4, every=0)  # 4 steps in 2 s: 0.5 s each
+    clock.now += 3.0
+    tj.notify_step(4, every=0)  # the same step again: no time, no steps
+    clock.now += 1.0
+    tj.notify_step(5, every=0)  # 4 s since step 4 was first reached
+    assert [b.get("step_times") for b in sent] == [
+        None,
+        {str(bucket(0.5)): 4},
+        None,
+        {str(bucket(4.0)): 1},
+    ]
+
+
+def test_exit_sends_nothing_when_everything_went(
+    helper: tuple[_Clock, list[dict[str, Any]]],
+) -> None:
+    import tide.job as tj
+
+    _, sent = helper
+    tj.notify_step(0, every=0, tokens=5)
+    tj._flush()
+    assert sent == [{"event": "step", "step": 0, "tokens": 5.0}]
+
+
+def test_a_sketch_goes_into_the_histogram_as_sent() -> None:
+    """Hand-made: 3 steps of 0.5 s and one of 2 s in one report of 4 steps."""
+    p = Progress()
+    p.record(0, 0, 10.0, 0)
+    p.record(4, 4000, 13.5, 0, {bucket(0.5): 3, bucket(2.0): 1})
+    assert p.hist == {bucket(0.5): 3, bucket(2.0): 1}
+    assert percentile(p.hist, 50) == pytest.approx(0.5, rel=0.01)  # 2nd of 4
+    assert percentile(p.hist, 75) == pytest.approx(0.5, rel=0.01)  # 3rd of 4
+    assert percentile(p.hist, 95) == pytest.approx(2.0, rel=0.01)  # 4th of 4
+    assert p.steps == 4 and p.step_seconds == 3.5 and p.measured_tokens == 4000
+
+
+def test_bucket_middles_are_within_one_percent() -> None:
+    for t in (1e-4, 0.0123, 0.5, 1.0, 1.999, 37.0, 86400.0):
+        assert bucket_value(bucket(t)) == pytest.approx(t, rel=0.01)

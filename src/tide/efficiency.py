@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
 RATIO = 1.02  # histogram buckets: step times within 2 % share one bucket
+BUCKET_MIN, BUCKET_MAX = -2000, 2000  # bucket indices a report may send (1e-17 s .. 1e17 s)
+SKETCH_MAX = 2048  # buckets one report's step-time sketch may hold
 SERIES_MAX = 512  # points of the cumulative-tokens series kept per job
 COMMENT_MAX = 1024  # characters of --comment, as we store it whole
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
@@ -54,6 +56,7 @@ def model_flops_per_token(comment: str) -> float | None:
 
 
 def bucket(seconds: float) -> int:
+    """The histogram bucket of a step time: bucket k holds [RATIO**k, RATIO**(k+1))."""
     return math.floor(math.log(max(seconds, 1e-6)) / math.log(RATIO))
 
 
@@ -79,10 +82,23 @@ class Progress:
     hist: dict[int, float] = field(default_factory=dict)  # bucket -> steps
     series: list[tuple[float, float, int]] = field(default_factory=list)  # (t, useful cum, step)
 
-    def record(self, step: int, tokens: float, now: float, attempt: int) -> None:
+    def record(
+        self,
+        step: int,
+        tokens: float,
+        now: float,
+        attempt: int,
+        step_times: Mapping[int, int] | None = None,
+    ) -> None:
         """Add one report: step `step` reached at `now`, `tokens` since the last
         report. A report of an earlier step, or from a new attempt (the job was
-        requeued), starts a new timed segment: no interval spans a restart."""
+        requeued), starts a new timed segment: no interval spans a restart.
+
+        `step_times` is the job's own sketch of the steps since its previous
+        report (bucket -> steps, as tide.job measures them): when given, it
+        goes into the step-time histogram as it is, so percentiles are per
+        step; without it the interval between two reports gives its steps
+        their mean time (exact when a job reports every step)."""
         same_run = (
             attempt == self.attempt
             and self.last_step is not None
@@ -95,9 +111,13 @@ class Progress:
         new = max(0.0, min(float(covered), step - max(prev, reached)))
         self.tokens += tokens
         self.useful_tokens += tokens * new / covered
+        if step_times is not None:
+            for k, n in step_times.items():
+                self.hist[k] = self.hist.get(k, 0.0) + n
         if same_run and self.last_time is not None and now > self.last_time:
             dt = now - self.last_time
-            self.hist[bucket(dt / covered)] = self.hist.get(bucket(dt / covered), 0.0) + covered
+            if step_times is None:
+                self.hist[bucket(dt / covered)] = self.hist.get(bucket(dt / covered), 0.0) + covered
             self.steps += covered
             self.step_seconds += dt
             self.measured_tokens += tokens
@@ -141,11 +161,13 @@ _SCALARS = (
 
 
 def percentile(hist: dict[int, float], q: float) -> float | None:
-    """The q-th percentile (0-100) of step times, steps weighing one each."""
+    """The q-th percentile (0-100) of step times, steps weighing one each, by
+    nearest rank: the time of the ceil(q/100 x n)-th shortest step, as the
+    middle of its bucket (within 1 % of it)."""
     total = sum(hist.values())
     if total <= 0:
         return None
-    goal, seen = q / 100 * total, 0.0
+    goal, seen = q / 100 * total - 1e-9 * total, 0.0  # 0.95 x 20 may round above 19
     for k in sorted(hist):
         seen += hist[k]
         if seen >= goal:

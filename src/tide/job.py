@@ -15,8 +15,9 @@
             save(job.checkpoint_path(step))  # write, then
             job.notify_checkpoint(step)      # tell tide: work before this survives
 
-Only the standard library is used, so the helper works in any environment
-with tide's source on the path (tide puts it in TIDE_PYTHONPATH). Outside a
+Only the standard library (and tide.efficiency, which uses nothing else) is
+used, so the helper works in any environment with tide's source on the path
+(tide puts it in TIDE_PYTHONPATH). Outside a
 tide job the functions still work: the checkpoint dir defaults to
 ./checkpoints and reports are skipped. A report that cannot reach the server
 prints a warning and never stops training.
@@ -24,6 +25,7 @@ prints a warning and never stops training.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -36,9 +38,26 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from tide.efficiency import bucket
+
 _CKPT = re.compile(r"^ckpt-(\d+)\.[A-Za-z0-9]+$")
 STEP_EVERY = 1.0  # seconds between step reports
-_state: dict[str, Any] = {"warned": False, "last_step": -1e9, "tokens": 0.0, "model": {}}
+
+
+def _new_state() -> dict[str, Any]:
+    return {
+        "warned": False,
+        "last_step": -1e9,  # monotonic time of the last report sent
+        "tokens": 0.0,  # tokens since the last report sent
+        "model": {},
+        "prev": None,  # (step, monotonic time) of the previous notify_step call
+        "sketch": {},  # step-time bucket -> steps since the last report sent
+        "unsent": None,  # the step of a call not reported yet (sent at exit)
+        "atexit": False,
+    }
+
+
+_state = _new_state()
 
 
 def job_id() -> str:
@@ -126,20 +145,53 @@ def notify_step(step: int, every: float = STEP_EVERY, tokens: float = 0) -> None
     others return at once). At most one report per `every` seconds goes out
     (the first always does): a fast loop must not turn into one HTTP request
     and one commit per step. Tokens of the steps in between add up and go
-    with the next report, so tokens/s stays exact."""
+    with the next report, so tokens/s stays exact; so does each step's time:
+    the time between two calls, divided over the steps between them, goes
+    into a small histogram (2 % buckets) sent with the report, so step time
+    percentiles are per step, not per report. What is left at exit is sent
+    then."""
     if rank() != 0:
         return
-    _state["tokens"] += float(tokens)
     now = time.monotonic()
+    _measure(int(step), now)
+    _state["tokens"] += float(tokens)
+    _state["unsent"] = int(step)
+    if not _state["atexit"]:
+        atexit.register(_flush)
+        _state["atexit"] = True
     if now - _state["last_step"] < every:
         return
     _state["last_step"] = now
-    body: dict[str, object] = {"event": "step", "step": int(step)}
+    _send_step(int(step))
+
+
+def _measure(step: int, now: float) -> None:
+    """Add the steps since the previous call to the sketch, each taking the
+    interval's time divided by their count (exact when called every step)."""
+    prev = _state["prev"]
+    if prev is not None and step > prev[0] and now > prev[1]:
+        n = step - prev[0]
+        k = bucket((now - prev[1]) / n)
+        _state["sketch"][k] = _state["sketch"].get(k, 0) + n
+    if prev is None or step != prev[0]:  # a step going back (a reload) starts over
+        _state["prev"] = (step, now)
+
+
+def _send_step(step: int) -> None:
+    body: dict[str, object] = {"event": "step", "step": step}
     if _state["tokens"]:
         body["tokens"] = _state["tokens"]
+    if _state["sketch"]:
+        body["step_times"] = {str(k): n for k, n in _state["sketch"].items()}
     body.update(_state["model"])
-    _state["tokens"] = 0.0
+    _state["tokens"], _state["sketch"], _state["unsent"] = 0.0, {}, None
     _notify(body)
+
+
+def _flush() -> None:
+    """At exit: the steps since the last report, if any (their tokens and times)."""
+    if _state["unsent"] is not None and (_state["tokens"] or _state["sketch"]):
+        _send_step(_state["unsent"])
 
 
 def notify_checkpoint(step: int) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from tide.efficiency import BUCKET_MAX, BUCKET_MIN, SKETCH_MAX
 from tide.model import DependencyType
 
 INT_MAX = 2**31 - 1  # sbatch's counts are C ints
@@ -23,6 +24,8 @@ MAX_SECONDS = INT_MAX  # 68 years: what the store's INTEGER columns hold
 MAX_EPOCH = 253402300799.0  # 9999-12-31: begin and reservation times
 MAX_SCRIPT = 64 * 1024 * 1024  # bytes; the site's max_script_size (4 MiB) applies later
 MAX_ITEMS = 10_000  # argv words, env variables, list entries
+StepBucket = Annotated[int, Field(ge=BUCKET_MIN, le=BUCKET_MAX)]  # a JSON key: "23" is 23
+StepCount = Annotated[int, Field(strict=True, ge=1, le=10**9)]
 
 
 def _clean(text: str) -> str:
@@ -186,6 +189,12 @@ class NotifyBody(Strict):
     params: float | None = Field(
         None, gt=0, le=1e16, allow_inf_nan=False,
         description="'step': the model's parameters (FLOPs per token = 6 x params)",
+    )  # fmt: skip
+    step_times: dict[StepBucket, StepCount] | None = Field(
+        None, max_length=SKETCH_MAX,
+        description="'step': the job's own times of the steps since its previous report, "
+        "as steps per bucket k (a step of t seconds is in k = floor(log(t) / log(1.02))); "
+        "tide.job sends it",
     )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ def record_step(s: Any, row: JobRow, body: NotifyBody, step: int, now: float) ->
         p.flops_per_token = 6.0 * body.params
     elif p.flops_per_token is None:
         p.flops_per_token = comment_fpt(row)
-    p.record(step, body.tokens or 0.0, now, row.restarts)
+    p.record(step, body.tokens or 0.0, now, row.restarts, body.step_times)
     repo.save(s, row.id, row.user, row.account, p, now)
 
 
