@@ -5,11 +5,16 @@ chromium (one browser session), with DOM checks and non-blank screenshots."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +46,64 @@ def _ui(srv: ServerProc, token: str | None = None) -> httpx.Client:
     return httpx.Client(base_url=srv.url, headers=headers, timeout=30, follow_redirects=False)
 
 
+SERVICE = {  # a real inference service: one replica, no GPU, on the CPU node
+    "apiVersion": "tide/v1",
+    "kind": "Service",
+    "metadata": {"name": "echo"},
+    "spec": {
+        "command": f"{sys.executable} {Path(__file__).parents[1] / 'serve' / 'replica_app.py'}",
+        "resources": {"gpus": 0, "cpus": 1},
+        "partition": "cpu",
+        "readinessProbe": {"path": "/health", "periodSeconds": 0.5},
+        "replicas": 1,
+    },
+}
+
+
 @pytest.fixture(scope="module")
-def jobs(tiny: Any) -> dict[str, int]:
-    """alice trains (4 GPUs, reporting steps); bob asks for more than is free."""
+def jobs(tiny: Any) -> Iterator[dict[str, Any]]:
+    """alice trains (4 GPUs, reporting steps) and serves `echo` (one replica on
+    the CPU node); bob asks for more GPUs than are free. Everything starts at
+    once, then the fixture waits for what the tests read."""
     with tiny.client(tiny.tokens["alice"]) as alice, tiny.client(tiny.tokens["bob"]) as bob:
         r = submit(alice, TRAIN, tiny.work, env=ENV)
         assert r.status_code == 201, r.text
         train = r.json()["job_id"]
+        r = alice.post("/v1/services", json={"service": SERVICE, "cwd": str(tiny.work)})
+        assert r.status_code == 201, r.text
         wait_state(alice, train, {"RUNNING"})
         r = submit(bob, "#!/bin/bash\n#SBATCH -N2 --gpus-per-node=8\nsleep 5\n", tiny.work)
         assert r.status_code == 201, r.text
         big = r.json()["job_id"]
-        wait_for(
-            "13 steps reported",
-            lambda: (job(alice, train)["efficiency"] or {}).get("steps", 0) >= 12,
-            90,
-        )
-        wait_for("bob's estimated start", lambda: job(bob, big)["planned_start"], 30)
-    return {"train": train, "big": big}
+        try:
+            wait_for(
+                "13 steps reported",
+                lambda: (job(alice, train)["efficiency"] or {}).get("steps", 0) >= 12,
+                90,
+            )
+            wait_for("bob's estimated start", lambda: job(bob, big)["planned_start"], 30)
+            wait_for("a ready replica of echo", lambda: _ready(alice, "echo"), 90)
+            yield {"train": train, "big": big, "service": "echo"}
+        finally:
+            _delete_services(alice, tiny.data_dir)
+
+
+def _ready(c: httpx.Client, name: str) -> bool:
+    listed = {s["name"]: s for s in c.get("/v1/services").json()["services"]}
+    return name in listed and listed[name]["ready"] >= 1
+
+
+def _delete_services(c: httpx.Client, data_dir: Path) -> None:
+    """Services' replicas and routers outlive the server on purpose: delete
+    them before it stops (replicas drain), and end any router left."""
+    for s in c.get("/v1/services").json()["services"]:
+        c.delete(f"/v1/services/{s['name']}")
+    deadline = time.time() + 60
+    while time.time() < deadline and c.get("/v1/services").json()["services"]:
+        time.sleep(0.2)
+    for state in (data_dir / "services").glob("*/router.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            os.kill(int(json.loads(state.read_text())["pid"]), signal.SIGTERM)
 
 
 def test_efficiency_of_a_reporting_job(tiny: Any, jobs: dict[str, int]) -> None:
@@ -77,27 +122,44 @@ def test_efficiency_of_a_reporting_job(tiny: Any, jobs: dict[str, int]) -> None:
 
 def test_show_job_and_acct_print_efficiency(tiny: Any, jobs: dict[str, int]) -> None:
     env = {**os.environ, "TIDE_URL": tiny.url, "TIDE_TOKEN": tiny.tokens["alice"]}
+    commands = {
+        "show": ["show", "job", str(jobs["train"])],
+        "acct": ["acct", "-j", str(jobs["train"]), "-P", "--format", "JobID,Tokens,MFU"],
+        "by_account": ["acct", "--efficiency", "-P"],
+    }
+    procs = {  # the three CLI processes at once: most of their time is start-up
+        k: subprocess.Popen([sys.executable, "-m", "tide.cli.main", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for k, args in commands.items()
+    }  # fmt: skip
+    out = {}
+    for k, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, (commands[k], stderr)
+        out[k] = stdout
 
-    def tide(*args: str) -> str:
-        cmd = [sys.executable, "-m", "tide.cli.main", *args]
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-
-    shown = tide("show", "job", str(jobs["train"]))
+    shown = out["show"]
     assert "Comment=params=1B tokens from tide.job" in shown
     assert "Tokens=426k" in shown and "MFU=" in shown and "PeakTFLOPS=312.0x4" in shown
-    acct = tide("acct", "-j", str(jobs["train"]), "-P", "--format", "JobID,Tokens,MFU")
-    head, row = acct.splitlines()[:2]
+    head, row = out["acct"].splitlines()[:2]
     assert head == "JobID|Tokens|MFU"
     assert row.startswith(f"{jobs['train']}|426k|") and row.endswith("%")
-    by_account = tide("acct", "--efficiency", "-P")
-    lines = by_account.splitlines()
+    lines = out["by_account"].splitlines()
     assert lines[0].startswith("Account|Jobs|Running|Tokens|TokensPerSec")
     assert lines[1].startswith("physics|1|1|426k|")
 
 
 def test_notify_rejects_bad_figures(tiny: Any, jobs: dict[str, int]) -> None:
     with tiny.client(tiny.tokens["alice"]) as alice:
-        for body in ({"tokens": -1}, {"flops_per_token": 0}, {"params": "lots"}):
+        bad = (
+            {"tokens": -1},
+            {"flops_per_token": 0},
+            {"params": "lots"},
+            {"step_times": {"99999": 1}},  # not a step-time bucket
+            {"step_times": {"3": 0}},  # no steps
+            {"step_times": {str(k): 1 for k in range(3000)}},  # over SKETCH_MAX buckets
+        )
+        for body in bad:
             r = alice.post(f"/v1/jobs/{jobs['train']}/notify", json={"event": "step", **body})
             assert r.status_code == 422, r.text
     with tiny.client() as admin:
@@ -169,6 +231,39 @@ def test_users_see_their_own_jobs_operators_everything(tiny: Any, jobs: dict[str
         assert forged.get("/ui/").status_code == 303  # a bad job token is no login
 
 
+def test_fair_share_is_sampled_over_time(tiny: Any, jobs: dict[str, Any]) -> None:
+    """tiny.yaml samples every 2 s (priority_calc_period): physics (alice's 4
+    GPUs) uses everything, bio nothing; any user may read it, as `tide share`."""
+    with tiny.client(tiny.tokens["bob"]) as bob:
+
+        def grown() -> dict[str, Any] | None:
+            h = bob.get("/v1/share/history").json()
+            used = [v for v in h["accounts"].get("physics", {}).get("raw_usage", []) if v]
+            return h if len(used) >= 2 and used[-1] > used[0] else None
+
+        h = wait_for("two samples of physics' growing usage", grown, 60)
+        assert bob.get("/v1/share/history", params={"start": -1}).status_code == 422
+    assert h["every"] == 2 and h["times"] == sorted(h["times"])
+    assert min(b - a for a, b in zip(h["times"], h["times"][1:], strict=False)) >= 1.5
+    physics, bio = h["accounts"]["physics"], h["accounts"]["bio"]
+    assert physics["norm_shares"][-1] == pytest.approx(2 / 3)  # fairshare 2 of 3
+    assert physics["eff_usage"][-1] == pytest.approx(1.0) and bio["eff_usage"][-1] == 0.0
+    # Fair Tree over 3 users: bio, under its share, ranks first (bob 3/3); in
+    # physics oscar, who used nothing, before alice (2/3, 1/3)
+    factors = {u: v["fairshare"][-1] for u, v in h["users"].items()}
+    assert factors == pytest.approx({"bio/bob": 1.0, "physics/oscar": 2 / 3,
+                                     "physics/alice": 1 / 3})  # fmt: skip
+
+
+def test_services_page_lists_what_the_caller_may_see(tiny: Any, jobs: dict[str, Any]) -> None:
+    with _ui(tiny, tiny.tokens["alice"]) as alice:
+        page = alice.get("/ui/services").text
+        assert 'data-service="echo"' in page and "1 of your inference services" in page
+    with _ui(tiny, tiny.tokens["bob"]) as bob:  # not bob's: not listed
+        page = bob.get("/ui/services").text
+        assert 'data-service="echo"' not in page and 'id="services-none"' in page
+
+
 def test_static_files_are_a_fixed_set(tiny: Any) -> None:
     with _ui(tiny) as c:
         assert c.get("/ui/static/dashboard.css").status_code == 200
@@ -203,19 +298,51 @@ def test_grafana_dashboard_queries_only_exported_metrics(tiny: Any, jobs: dict[s
 # --------------------------------------------------------------------------- browser
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def _start_browser(profile: str) -> Any:
+    """A headless chromium, or the reason there is none (a string)."""
     from browser import ensure_chromium, start_driver
 
     why = ensure_chromium()
     if why:
-        pytest.skip(why)
-    pytest.importorskip("selenium", reason="selenium is in tide[dev]: make install")
-    driver = start_driver(str(tmp_path_factory.mktemp("chromium-profile")))
+        return why
     try:
-        yield driver
-    finally:
-        driver.quit()
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is in tide[dev]: make install"
+    return start_driver(profile)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _chromium_starts_early(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Future[Any] | None]:
+    """Chromium starts in a thread while the server and the jobs do, when a
+    test of this module will use the browser (its start-up then costs no
+    wall time of its own); it quits at the end of the module."""
+    wanted = any(
+        item.module is request.module and "browser" in item.fixturenames
+        for item in request.session.items
+    )
+    if not wanted:
+        yield None
+        return
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(_start_browser, str(tmp_path_factory.mktemp("chromium-profile")))
+        try:
+            yield started
+        finally:
+            driver = started.result()
+            if not isinstance(driver, str):
+                driver.quit()
+
+
+@pytest.fixture
+def browser(_chromium_starts_early: Future[Any] | None) -> Any:
+    assert _chromium_starts_early is not None
+    driver = _chromium_starts_early.result(timeout=900)
+    if isinstance(driver, str):
+        pytest.skip(driver)
+    return driver
 
 
 @pytest.mark.slow
@@ -269,10 +396,21 @@ def test_every_page_in_a_real_browser(
     assert d.find_elements(By.CSS_SELECTOR, "svg path[stroke]")
     shot("accounts")
 
+    history = d.find_element(By.ID, "share-history")
+    charts = history.find_elements(By.TAG_NAME, "svg")
+    assert len(charts) == 3  # decayed usage, usage share against shares, factors
+    lines = {t.get_attribute("textContent") for t in history.find_elements(By.TAG_NAME, "title")}
+    assert {"physics", "physics usage share", "physics shares", "physics/alice"} <= lines
+    d.execute_script("arguments[0].scrollIntoView()", history)
+    shot("fair-share")
+
     d.get(f"{tiny.url}/ui/services?live=0")
-    assert d.find_elements(By.ID, "services-off") or d.find_elements(By.ID, "services")
-    # live: the page refreshes its main part by itself
-    d.get(f"{tiny.url}/ui/queue")
+    row = d.find_element(By.CSS_SELECTOR, '#services tr[data-service="echo"]')
+    assert "alice" in row.text and "Active" in row.text
+    assert row.find_element(By.CLASS_NAME, "ready").text == "1"
+    shot("services")
+    # live: the page refreshes its main part by itself (every second here)
+    d.get(f"{tiny.url}/ui/queue?refresh=1")
     wait_for("a live refresh", lambda: d.find_element(By.TAG_NAME, "body").get_attribute(
         "data-refreshed"), 20)  # fmt: skip
     assert str(jobs["big"]) in d.find_element(By.ID, "pending").text

@@ -33,7 +33,7 @@ from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server import ray_nodes
 from tide.server.services import faults as jobfaults
-from tide.server.services import lifecycle, nodes, preemption
+from tide.server.services import lifecycle, nodes, preemption, share_history
 from tide.server.snapshot import Loaded, load
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -91,6 +91,7 @@ class SchedulingLoop:
         self._dirty = True
         self._last_probe = 0.0
         self._last_watch = 0.0
+        self._last_share = 0.0
         self._last_duration = 0.0
         self._wake_at: float | None = None
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
@@ -139,6 +140,9 @@ class SchedulingLoop:
                 if now - self._last_probe >= PROBE_EVERY:
                     self._last_probe = now
                     lifecycle.probe_phases(self.ctl)
+                if now - self._last_share >= share_history.fine_every(self.ctl):
+                    self._last_share = now
+                    self._sample_shares(now)
                 due_bf = now - self._last_bf >= self.ctl.config.bf_interval
                 if self._wake_at is not None and now >= self._wake_at:
                     self._wake_at = None  # the core asked for a pass by now
@@ -155,6 +159,15 @@ class SchedulingLoop:
                 self.stats.last_error = f"{type(e).__name__}: {e}"
                 log.exception("scheduling pass failed")
                 time.sleep(min(1.0, s.poll_interval))
+
+    def _sample_shares(self, now: float) -> None:
+        """Fair-share over time (services.share_history), with usage charged up
+        to now; a failure here must not cost the scheduling pass."""
+        try:
+            self._charge_usage(now)
+            share_history.sample(self.ctl, now)
+        except Exception:
+            log.exception("fair-share sample failed")
 
     def _preemption_tick(self) -> bool:
         """Kills after a grace, resumes, unparking (services.preemption); a

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD = "0005"
+HEAD = "0006"
 
 
 class StoreError(RuntimeError):

@@ -238,6 +238,26 @@ class UsageRow(Base):
     updated: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+class ShareSampleRow(Base):
+    """One association's fair-share state at one time (sshare -l's columns),
+    sampled every PriorityCalcPeriod and thinned to hourly with age
+    (tide.store.share_history); `every` is the sampling interval of its tier."""
+
+    __tablename__ = "share_samples"
+    __table_args__ = (Index("ix_share_samples_every_time", "every", "time"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    time: Mapped[float] = mapped_column(Float)
+    every: Mapped[int] = mapped_column(Integer)  # seconds between samples of this tier
+    account: Mapped[str] = mapped_column(String(128))
+    user: Mapped[str] = mapped_column(String(128), default="")  # "" for an account
+    raw_usage: Mapped[float] = mapped_column(Float, default=0.0)  # decayed billing-seconds
+    eff_usage: Mapped[float] = mapped_column(Float, default=0.0)  # share of the parent's
+    norm_shares: Mapped[float] = mapped_column(Float, default=0.0)
+    level_fs: Mapped[float | None] = mapped_column(Float, nullable=True)
+    fairshare: Mapped[float | None] = mapped_column(Float, nullable=True)  # users only
+
+
 class ReservationRow(Base):
     __tablename__ = "reservations"
 

@@ -151,3 +151,56 @@ def accounts_chart(
 
 def palette(names: list[str]) -> dict[str, str]:
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(names))}
+
+
+SHARE_LINES = 10  # associations drawn per fair-share chart (the most used)
+_UNIT_NAMES = {"s": "seconds", "min": "minutes", "h": "hours", "d": "days"}
+
+
+def share_charts(
+    hist: dict[str, Any], start: float, end: float, width: int = 900
+) -> list[tuple[str, dict[str, str]]]:
+    """Fair-share over the window (services.share_history), as (svg, legend:
+    name -> colour): each account's decayed usage, its usage share (solid)
+    against its normalized shares (dashed), and each user's Fair Tree factor;
+    the SHARE_LINES most used of each."""
+    times = hist["times"]
+    if not times:
+        return []
+    first = max(start, times[0])  # a history shorter than the window: drawn whole
+    size, unit = _unit(end - first)
+    xs = [(t - end) / size for t in times]
+    accts = _most_used(hist["accounts"])
+    users = _most_used(hist["users"])
+    color = palette(accts)
+    usage = [Series(a, color[a], xs, _scaled(hist["accounts"][a]["raw_usage"], 1 / 3600))
+             for a in accts]  # fmt: skip
+    top = max((y for s in usage for y in s.ys if y is not None), default=0.0) * 1.1 or 1.0
+    shares = []
+    for a in accts:
+        row = hist["accounts"][a]
+        shares.append(Series(f"{a} usage share", color[a], xs, row["eff_usage"]))
+        shares.append(Series(f"{a} shares", color[a], xs, row["norm_shares"], dash="5 4"))
+    ucolor = palette(users)
+    factors = [Series(u, ucolor[u], xs, hist["users"][u]["fairshare"]) for u in users]
+
+    def chart(title: str, ylabel: str, y1: float, series: list[Series]) -> str:
+        return Chart(title, f"{_UNIT_NAMES[unit]} (0 = now)", ylabel, (first - end) / size, 0,
+                     0, y1, width=width, height=220, series=series).svg()  # fmt: skip
+
+    return [
+        (chart("Decayed usage per account", "GPU-hours", top, usage), color),
+        (chart("Usage share (solid) against shares (dashed)", "share of parent", 1.0, shares),
+         color),
+        (chart("Fair-share factor per user", "factor", 1.0, factors), ucolor),
+    ]  # fmt: skip
+
+
+def _most_used(rows: dict[str, dict[str, list[float | None]]]) -> list[str]:
+    peak = {k: max((v for v in r["raw_usage"] if v is not None), default=0.0)
+            for k, r in rows.items()}  # fmt: skip
+    return sorted(sorted(peak, key=lambda k: (-peak[k], k))[:SHARE_LINES])
+
+
+def _scaled(ys: list[float | None], k: float) -> list[float | None]:
+    return [None if y is None else y * k for y in ys]

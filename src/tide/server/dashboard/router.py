@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 import tide
 from tide.client.format import duration, percent, seconds_short, si, timestamp
 from tide.server.auth import Principal
-from tide.server.dashboard import charts, services_hook, views
+from tide.server.dashboard import charts, views
 from tide.server.dashboard.sessions import COOKIE, LOGIN_CSRF_COOKIE, SessionStore, new_login_csrf
 from tide.server.errors import ApiError
 
@@ -51,7 +51,8 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-REFRESH_S = 5
+REFRESH_S = 5  # seconds between live refreshes, unless ?refresh=N
+REFRESH_MAX_S = 300
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -96,7 +97,7 @@ def _page(request: Request, template: str, p: Principal | None, status: int = 20
     html = _ENV.get_template(template).render(
         who=p,
         version=tide.__version__,
-        refresh=REFRESH_S if live else 0,
+        refresh=_refresh_s(request) if live else 0,
         logout_csrf=_sessions(request).csrf(sid) if sid and p is not None else "",
         cluster_name=request.app.state.ctl.cluster.name,
         path=request.url.path,
@@ -143,14 +144,7 @@ async def accounts(request: Request, hours: float = 24.0) -> Response:
 
 @router.get("/services")
 async def services(request: Request) -> Response:
-    try:
-        p = _principal(request)
-    except LoginNeeded:
-        return _to_login(request)
-    except ApiError as e:
-        return _page(request, "error.html", None, e.status, error=e, live=False)
-    data = await services_hook.listing(request)
-    return _page(request, "services.html", p, data=data, title="Services")
+    return await _render(request, "services.html", views.services, title="Services")
 
 
 @router.get("/login")
@@ -215,6 +209,14 @@ def _to_login(request: Request) -> Response:
     """To the login form, coming back to this page (query included) after it."""
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return RedirectResponse(f"/ui/login?next={quote(here)}", 303, headers=HEADERS)
+
+
+def _refresh_s(request: Request) -> int:
+    """Seconds between live refreshes: ?refresh=N (1-300), else REFRESH_S."""
+    text = request.query_params.get("refresh", "")
+    if not (text.isascii() and text.isdigit() and len(text) <= 4):
+        return REFRESH_S
+    return min(REFRESH_MAX_S, max(1, int(text)))
 
 
 def _form(body: bytes) -> dict[str, str]:

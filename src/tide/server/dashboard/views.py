@@ -18,6 +18,7 @@ from tide.server.services import efficiency as eff
 from tide.server.services import jobs as jobsvc
 from tide.server.services import nodes as nodesvc
 from tide.server.services import reports as reportsvc
+from tide.server.services import share_history
 from tide.server.services.lifecycle import LIVE
 from tide.store import accounting
 from tide.store.jobs import ACTIVE, JobFilter
@@ -130,8 +131,9 @@ def job(ctl: Any, who: Principal, job_id: str) -> list[dict[str, Any]]:
 
 
 def accounts(ctl: Any, who: Principal, hours: float) -> dict[str, Any]:
-    """Fair-share tree, GPU-hours and cost per account over the window, each
-    account's GPUs over time (binned), and training efficiency per account."""
+    """Fair-share tree and its history over the window, GPU-hours and cost per
+    account, each account's GPUs over time (binned), and training efficiency
+    per account."""
     now = time.time()
     start = now - hours * 3600
     report = reportsvc.usage_report(ctl, who, start, now, "account")
@@ -143,6 +145,7 @@ def accounts(ctl: Any, who: Principal, hours: float) -> dict[str, Any]:
         "report": report,
         "series": gpu_series(attempts, start, now, bins=48),
         "efficiency": eff.by_account(ctl, who, start),
+        "share_history": share_history.history(ctl, start, now),
         "start": start,
         "now": now,
         "hours": hours,
@@ -165,3 +168,11 @@ def gpu_series(attempts: list[Any], start: float, end: float, bins: int) -> dict
             if overlap > 0:
                 out[a.account][k] += a.gpus * overlap / width
     return dict(out)
+
+
+def services(ctl: Any, who: Principal) -> dict[str, Any]:
+    """Inference services as `tide service ls` lists them for the caller (their
+    own, or all for operators): state, replicas ready of desired, router URL."""
+    from tide.server.services import serving
+
+    return {"items": serving.listing(ctl, who), "own_only": not who.operator, "now": time.time()}

@@ -23,6 +23,20 @@ def share(request: Request, p: Who) -> dict[str, Any]:
     return {"rows": svc.share(ctl), "quotas": svc.quota_share(ctl)}
 
 
+@router.get("/share/history", summary="Fair-share per association over time (sshare samples)")
+def share_history(
+    request: Request,
+    p: Who,
+    start: Annotated[float | None, Query(ge=0, description="epoch; default end - 1 day")] = None,
+    end: Annotated[float | None, Query(ge=0, description="epoch; default now")] = None,
+) -> dict[str, Any]:
+    from tide.server.services import share_history as hist
+
+    now = time.time()
+    end = end if end is not None else now
+    return hist.history(ctl_of(request), start if start is not None else end - 86400, end)
+
+
 @router.get("/priority", summary="Priority factors of pending jobs (sprio)")
 def priority(
     request: Request,
