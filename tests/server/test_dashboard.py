@@ -1,18 +1,16 @@
 """The dashboard (/ui) and training efficiency, on a real server:
 authentication and permissions over HTTP, efficiency figures from a real job's
-reports through the CLI and tide.job, and every page in a real headless
-chromium (one browser session), with DOM checks and non-blank screenshots."""
+reports through the CLI and tide.job, fair-share samples over time, a real
+inference service, and every page in a real headless chromium (one browser
+session), with DOM checks and non-blank screenshots."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +19,9 @@ from typing import Any
 import httpx
 import pytest
 from serverproc import ServerProc, job, submit, wait_for, wait_state
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
+from svc_support import REPLICA, delete_all, kill_routers
 
 # one server for the module, one browser: keep every test of it on one worker
 pytestmark = pytest.mark.xdist_group("dashboard")
@@ -51,7 +52,7 @@ SERVICE = {  # a real inference service: one replica, no GPU, on the CPU node
     "kind": "Service",
     "metadata": {"name": "echo"},
     "spec": {
-        "command": f"{sys.executable} {Path(__file__).parents[1] / 'serve' / 'replica_app.py'}",
+        "command": f"{sys.executable} {REPLICA}",
         "resources": {"gpus": 0, "cpus": 1},
         "partition": "cpu",
         "readinessProbe": {"path": "/health", "periodSeconds": 0.5},
@@ -85,25 +86,13 @@ def jobs(tiny: Any) -> Iterator[dict[str, Any]]:
             wait_for("a ready replica of echo", lambda: _ready(alice, "echo"), 90)
             yield {"train": train, "big": big, "service": "echo"}
         finally:
-            _delete_services(alice, tiny.data_dir)
+            delete_all(tiny)  # replicas and routers outlive the server on purpose
+            kill_routers(tiny.data_dir)
 
 
 def _ready(c: httpx.Client, name: str) -> bool:
     listed = {s["name"]: s for s in c.get("/v1/services").json()["services"]}
     return name in listed and listed[name]["ready"] >= 1
-
-
-def _delete_services(c: httpx.Client, data_dir: Path) -> None:
-    """Services' replicas and routers outlive the server on purpose: delete
-    them before it stops (replicas drain), and end any router left."""
-    for s in c.get("/v1/services").json()["services"]:
-        c.delete(f"/v1/services/{s['name']}")
-    deadline = time.time() + 60
-    while time.time() < deadline and c.get("/v1/services").json()["services"]:
-        time.sleep(0.2)
-    for state in (data_dir / "services").glob("*/router.json"):
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            os.kill(int(json.loads(state.read_text())["pid"]), signal.SIGTERM)
 
 
 def test_efficiency_of_a_reporting_job(tiny: Any, jobs: dict[str, int]) -> None:
