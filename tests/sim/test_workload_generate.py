@@ -33,7 +33,7 @@ def test_same_seed_same_jobs() -> None:
 
 
 def test_presets_exist() -> None:
-    assert sorted(PRESETS) == ["demo", "month1000", "seed000", "seed004"]
+    assert sorted(PRESETS) == ["demo", "llm", "month1000", "seed000", "seed004"]
     with pytest.raises(WorkloadError, match="unknown generator preset 'nope'; choose one of"):
         generate("nope", 0)
 

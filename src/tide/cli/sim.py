@@ -79,7 +79,8 @@ Price = Annotated[
 Mfu = Annotated[
     float | None,
     typer.Option(
-        "--mfu", help="Steady MFU of the jobs (0-1): the report adds MFU incl. overheads.",
+        "--mfu", help="Steady MFU (0-1) of training jobs on any GPU type, instead of the "
+        "per-type table (docs/twin-metrics.md); a job's own `mfu` wins.",
         min=0, max=1,
     ),
 ]
@@ -297,6 +298,7 @@ def run_cmd(
     """
     r, out = replay, replay.out
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
+    inputs.mfu = r.mfu
     faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
     (run,) = _runs(inputs, [policy], r, faults)
     write_policy_outputs(out, run)
@@ -374,6 +376,7 @@ def compare_cmd(
         raise typer.Exit(1)
     r, out = replay, replay.out
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
+    inputs.mfu = r.mfu
     fault_list = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)  # the same for everyone
     runs = _runs(inputs, names, r, fault_list, parallel or default_workers(len(names)))
     for run in runs:
@@ -385,7 +388,7 @@ def compare_cmd(
 
 @sim_app.command("generate")
 def generate_cmd(
-    preset: Annotated[str, typer.Option(help="seed004, demo, month1000 or seed000.")] = "demo",
+    preset: Annotated[str, typer.Option(help="seed004, demo, month1000, seed000 or llm.")] = "demo",
     out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")] = Path(
         "workload.jsonl"
     ),

@@ -45,6 +45,7 @@ from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.predict import Predictor
 from tide.sim.progress import ProgressFn
+from tide.sim.training import Ledger
 from tide.sim.workload.base import SimJob
 
 # event kinds, in tie order at equal times
@@ -87,6 +88,7 @@ class RunOutput:
     cycles: int = 0
     events: int = 0
     job_faults: dict[int, str] = field(default_factory=dict)  # left out: could not evaluate
+    training: dict[int, Ledger] = field(default_factory=dict)  # training jobs' device time
 
 
 @dataclass
@@ -132,6 +134,7 @@ class Engine:
         self.bound_since: dict[int, float] = {}
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
         self.job_faults: dict[int, str] = {}  # jobs the core could not evaluate -> why
+        self.training: dict[int, Ledger] = {}  # jobs with a model: paid time, work done
         # run-time predictions, only for policies that plan with them (tide's)
         self.predictor = Predictor() if self.policy.capabilities.predictions else None
         self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
@@ -296,6 +299,10 @@ class Engine:
         res.end = t
         timed_out = act.work_left > act.limit_end - act.start + 1e-9
         res.state = JobState.TIMEOUT.value if timed_out else JobState.COMPLETED.value
+        if act.sim.train is not None:
+            from tide.sim.faults import work_done
+
+            self.close_training(act, t, work_done(act, t) if timed_out else act.work_left)
         self.finished[act.job.display_id] = res.state
         return True
 
@@ -547,6 +554,22 @@ class Engine:
         done = float(job.meta.get("work_done", 0.0))  # type: ignore[arg-type]
         return max(0.0, sim.duration - done)
 
+    def close_training(self, act: Active, t: float, work: float, lost: float = 0.0) -> None:
+        """A training job's attempt ended at t having done `work` seconds that
+        survive and thrown `lost` GPU-seconds away (tide.sim.training)."""
+        if act.sim.train is None:
+            return
+        led = self.training.get(act.job.id)
+        if led is None:
+            led = self.training[act.job.id] = Ledger(act.job.account, act.sim.train)
+        led.gpus = act.alloc.gpu_count
+        led.gpu_type = next((g.type for na in act.alloc.nodes
+                             for g in self.cluster.nodes[na.node].gpus
+                             if g.index in na.gpus and g.type), "")  # fmt: skip
+        led.paid_gpu_seconds += act.alloc.gpu_count * (t - act.start)
+        led.work_seconds += work
+        led.lost_gpu_seconds += lost
+
     def _describe(self, res: JobResult, alloc: Allocation) -> None:
         names = self.ix.names
         res.nodelist = compress(names[na.node] for na in alloc.nodes)
@@ -587,6 +610,7 @@ class Engine:
             self.cycles,
             self.events,
             dict(self.job_faults),
+            self.training,
         )
 
     def _deadlock_end(self, last: float) -> float:

@@ -86,13 +86,16 @@ def saved_work(act: Active, t: float) -> tuple[float, float]:
 
 
 def work_done(act: Active, t: float) -> float:
-    """Seconds of work the attempt had done by t (its periodic checkpoints' cost
-    and its suspension excluded), at most what it had to do."""
+    """Seconds of work the attempt had done by t, at most what it had to do:
+    its periodic checkpoints' saves and its suspension are no work (the
+    inverse of the engine's wall-time rule). Callers pass a t at which the
+    attempt was not suspended."""
     interval, cost = act.sim.checkpoint_interval, act.sim.checkpoint_cost
-    ran = max(0.0, t - act.start - act.paused)
-    if interval and cost > 0:
-        ran -= math.floor(ran / (interval + cost)) * cost
-    return min(ran, act.work_left)
+    busy = max(0.0, t - act.start - act.paused)
+    if not interval:
+        return min(busy, act.work_left)
+    k, rest = divmod(busy, interval + cost)
+    return min(k * interval + min(rest, interval), act.work_left)
 
 
 def fail_node(engine: Engine, t: float, node: int) -> bool:
@@ -137,6 +140,7 @@ def _lose(
     res = engine.results[job.id]
     lost = act.alloc.gpu_count * max(0.0, worked - last)
     res.lost_gpu_seconds += lost
+    engine.close_training(act, t, saved, lost)  # paid until t, suspended or not
     if requeue is None:
         requeue = job.request.requeue if job.request.requeue is not None else engine.requeue_default
     if requeue:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tide.client.format import seconds_short, si
 from tide.sim.metrics import SIZE_CLASSES
 
 TOP_ACCOUNTS = 10
@@ -28,8 +29,9 @@ LOW, HIGH = "low", "high"  # which way a row is better
 class Row:
     label: str
     value: Callable[[Mapping[str, Any]], float | None]  # from a run's figures
-    kind: str  # count, pct, time, num, gpuh, money
+    kind: str  # count, pct, time, num, gpuh, money, si, rate, step
     better: str | None = None
+    optional: bool = False  # left out when no run has a value (cost, training)
 
 
 def _get(path: str) -> Callable[[Mapping[str, Any]], float | None]:
@@ -83,13 +85,23 @@ SECTIONS: list[tuple[str, list[Row]]] = [
     ]),
     ("Cost", [
         Row("GPU-hours allocated", _get("report.allocated_gpu_hours"), "gpuh"),
-        Row("cost", _get("report.cost"), "money", LOW),
-        Row("cost per completed job", _get("report.cost_per_job"), "money", LOW),
+        Row("cost", _get("report.cost"), "money", LOW, True),
+        Row("cost per completed job", _get("report.cost_per_job"), "money", LOW, True),
     ]),
     ("Efficiency", [
         Row("goodput (useful / allocated GPU-time)", _get("report.goodput"), "pct", HIGH),
-        Row("MFU incl. overheads (at the declared steady MFU)", _get("report.mfu_effective"),
-            "pct", HIGH),
+        Row("training jobs (declaring a model)", _get("training.all.jobs"), "count", None, True),
+        Row("useful tokens", _get("training.all.tokens"), "si", HIGH, True),
+        Row("tokens/s per job, steady", _get("training.all.tokens_per_s"), "rate", HIGH, True),
+        Row("tokens/s per job incl. recovery", _get("training.all.tokens_per_s_with_recovery"),
+            "rate", HIGH, True),
+        Row("step time p50", _get("training.all.step_p50"), "step", LOW, True),
+        Row("step time p95", _get("training.all.step_p95"), "step", LOW, True),
+        Row("MFU, steady", _get("training.all.mfu"), "pct", HIGH, True),
+        Row("MFU incl. overheads (checkpoints, recompute, suspension)",
+            _get("report.mfu_effective"), "pct", HIGH, True),
+        Row("paid GPU-time recomputed after failures", _get("training.all.recompute_share"),
+            "pct", LOW, True),
     ]),
 ]  # fmt: skip
 
@@ -106,6 +118,7 @@ def report_figures(
     goodput = eff / util if util and eff is not None else None
     cost = alloc_h * price if alloc_h is not None and price is not None else None
     done = metrics.get("jobs_completed") or 0
+    trained = ((metrics.get("training") or {}).get("all") or {}).get("mfu_effective")
     return {
         "mean_eligible_wait": float(ready.mean()) if len(ready) else None,
         "p95_eligible_wait": float(np.percentile(ready, 95)) if len(ready) else None,
@@ -114,7 +127,10 @@ def report_figures(
         "cost": cost,
         "cost_per_job": cost / done if cost is not None and done else None,
         "goodput": goodput,
-        "mfu_effective": mfu * goodput if mfu is not None and goodput is not None else None,
+        # the training jobs' own figure when the workload declares models, else
+        # the declared steady MFU scaled by the GPU-time that counted
+        "mfu_effective": trained if trained is not None
+        else mfu * goodput if mfu is not None and goodput is not None else None,
     }
 
 
@@ -143,6 +159,9 @@ def _cells(kind: str, values: list[float | None], currency: str) -> list[str]:
         return ["–" if v is None else f"{v:,.1f} GPU-h" for v in values]
     if kind == "money":
         return ["–" if v is None else f"{v:,.2f} {currency}".rstrip() for v in values]
+    if kind in ("si", "rate", "step"):
+        show = {"si": si, "rate": lambda v: f"{si(v)}/s", "step": seconds_short}[kind]
+        return ["–" if v is None else show(v) for v in values]
     return ["–" if v is None else f"{v:,.3f}" for v in values]
 
 
@@ -176,12 +195,14 @@ def metrics_table(
         rows.append(f'<tr class="group"><th colspan="{span}">{escape(section)}</th></tr>')
         for row in section_rows:
             values = [row.value(f) for f in figures]
-            if row.kind in ("money",) and all(v is None for v in values):
-                continue  # no price given: the GPU-hours row says it all
+            if row.optional and all(v is None for v in values):
+                continue  # no price given, no training jobs: nothing to show
             cells = _cells(row.kind, values, currency)
             rows.append(_tr(row.label, cells, _best(values, cells, row.better), section))
         if section == "Share":
             rows += _share_rows(figures)
+        if section == "Efficiency":
+            rows += _training_rows(figures)
     return '<table class="metrics">' + "".join(rows) + "</table>"
 
 
@@ -228,3 +249,43 @@ def _share_rows(figures: list[Mapping[str, Any]]) -> list[str]:
 
 def _pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.1f} %"
+
+
+def _training_rows(figures: list[Mapping[str, Any]]) -> list[str]:
+    """Per account with training jobs: steady tokens/s, step time p50 and MFU
+    incl. overheads (recompute counted as paid), and the share of its paid
+    GPU-time recomputed; the TOP_ACCOUNTS with the most useful tokens, the rest
+    as one row of their tokens and recompute share."""
+    per = [((f.get("training") or {}).get("accounts") or {}) for f in figures]
+    tokens: dict[str, float] = {}
+    for accts in per:
+        for a, x in accts.items():
+            tokens[a] = max(tokens.get(a, 0.0), x.get("tokens") or 0.0)
+    top = sorted(sorted(tokens, key=lambda a: (-tokens[a], natural_key(a)))[:TOP_ACCOUNTS],
+                 key=natural_key)  # fmt: skip
+    rest = [a for a in tokens if a not in top]
+    out = []
+    for a in top:
+        cells = [_training_cell(accts.get(a)) for accts in per]
+        out.append(_tr(f"training {a} (tokens/s · step p50 · MFU incl. overheads · "
+                       "recomputed)", cells, set(), "Efficiency"))  # fmt: skip
+    if rest:
+        cells = []
+        for accts in per:
+            group = [accts[a] for a in rest if a in accts]
+            paid = sum(x["paid_gpu_hours"] for x in group)
+            lost = sum(x["recompute_gpu_hours"] for x in group)
+            cells.append(f"{si(sum(x['tokens'] for x in group))} tokens · "
+                         f"{_pct(lost / paid if paid else None)} recomputed")  # fmt: skip
+        out.append(_tr(f"training others ({len(rest)} accounts) (tokens · recomputed)", cells,
+                       set(), "Efficiency"))  # fmt: skip
+    return out
+
+
+def _training_cell(x: Mapping[str, Any] | None) -> str:
+    if not x:
+        return "–"
+    rate = "–" if x.get("tokens_per_s") is None else f"{si(x['tokens_per_s'])}/s"
+    step = "–" if x.get("step_p50") is None else seconds_short(x["step_p50"])
+    return (f"{rate} · {step} · {_pct(x.get('mfu_effective'))} · "
+            f"{_pct(x.get('recompute_share'))}")  # fmt: skip

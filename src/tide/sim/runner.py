@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tide.hostlist import expand
 from tide.model import AccountTree, Cluster
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
-from tide.sim import count_fast
+from tide.sim import count_fast, training
 from tide.sim.count_driver import CountDriver, NotCountable, count_applicable
 from tide.sim.count_fast import CountRun
 from tide.sim.faults import Fault, draw_faults
@@ -26,6 +27,7 @@ from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
 from tide.sim.progress import ProgressFn
 from tide.sim.report import RunData, write_report
 from tide.sim.table import ResultTable, RowsOrColumns, Timeline
+from tide.sim.training import Ledger, Throughput
 from tide.sim.workload.base import SimJob, WorkloadError
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 # other workload readers load when a run needs them: replaying an SWF log on its
 # flat cluster with the count driver needs none of them.
 
-SCENARIOS = ("demo", "seed000", "seed004", "month1000", "preempt")
+SCENARIOS = ("demo", "seed000", "seed004", "month1000", "preempt", "llm")
 
 
 @dataclass
@@ -47,6 +49,7 @@ class SimInputs:
     jobs: Callable[[], Iterable[SimJob]]  # a fresh pass over the workload
     target_shares: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
+    mfu: float | None = None  # --mfu: steady MFU of training jobs on every GPU type
 
 
 @dataclass
@@ -128,11 +131,13 @@ def _scenario(name: str, cluster_spec: str | None, opts: WorkloadOptions) -> Sim
             return _jsonl(Path(p), cluster_spec, name)
     if name in PRESETS:
         cluster_name, jobs = generate(name, opts.seed)
+        shares = dict(PRESETS[name]().shares) or None  # the preset's targets, if it has any
         loaded = _cluster(cluster_spec, cluster_name if isinstance(cluster_name, str) else None)
         if loaded is None:
             assert isinstance(cluster_name, Cluster)
-            return SimInputs(name, cluster_name, SchedulerConfig(), AccountTree(), lambda: jobs)
-        return _inputs(name, loaded, lambda: jobs)
+            return SimInputs(name, cluster_name, SchedulerConfig(), AccountTree(), lambda: jobs,
+                             shares)  # fmt: skip
+        return _inputs(name, loaded, lambda: jobs, shares)
     raise WorkloadError(f"--scenario {name!r}: unknown; choose one of {', '.join(SCENARIOS)}")
 
 
@@ -273,6 +278,7 @@ def run_policy(
                 int(ix.gpus.sum()),
                 "count",
                 run.account_seconds,
+                _count_ledgers(inputs, run.table),
             )
         except NotCountable:
             pass
@@ -282,7 +288,8 @@ def run_policy(
         cluster, config, policy, inputs.accounts, faults or [], index=ix, progress=progress
     )
     out = engine.run(inputs.jobs())
-    run = _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None)
+    run = _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None,
+                  out.training)  # fmt: skip
     if out.job_faults:  # left out of the run (each named); metrics say how many
         run.job_faults = out.job_faults
         run.metrics["jobs_not_evaluated"] = len(out.job_faults)
@@ -331,13 +338,46 @@ def _finish(
     capacity: int,
     driver: str,
     account_seconds: Mapping[str, float] | None,
+    ledgers: Mapping[int, Ledger] | None = None,
 ) -> PolicyRun:
     run = PolicyRun(policy, results, samples, capacity, {}, driver)
     run.metrics = compute_metrics(
         run.table, capacity, run.timeline, inputs.target_shares, account_gpu_seconds=account_seconds
     )
     run.metrics["policy"] = policy
+    if ledgers:
+        tp = Throughput(inputs.mfu, inputs.cluster.gpu_peak_tflops)
+        got = training.figures(ledgers.values(), tp)
+        if got is not None:
+            run.metrics["training"] = got
     return run
+
+
+def _count_ledgers(inputs: SimInputs, table: ResultTable) -> dict[int, Ledger]:
+    """The count driver's training jobs: one attempt each, no checkpoint
+    costs, nothing lost (it runs no faults and no preemption). The models come
+    from a second pass over the workload; formats that cannot declare one
+    (SWF, openb) need none."""
+    source = inputs.jobs()
+    if getattr(getattr(source, "info", None), "kind", "") in ("swf", "openb"):
+        return {}
+    models = training.models_of(source)
+    if not models:
+        return {}
+    row = {int(j): k for k, j in enumerate(table.job_id.tolist())}
+    types = {n.name: next((g.type for g in n.gpus if g.type), "") for n in inputs.cluster.nodes}
+    out = {}
+    for jid, (model, duration) in models.items():
+        k = row.get(jid)
+        if k is None or np.isnan(table.start[k]):
+            continue
+        run_s = float(table.run[k]) if not np.isnan(table.end[k]) else 0.0
+        gpus = int(table.gpus[k])
+        first = expand(table.nodelist[k])[:1] if table.nodelist[k] else []
+        gpu_type = types.get(first[0], "") if first else ""
+        out[jid] = Ledger(table.account[k], model, gpus, gpu_type, gpus * run_s,
+                          min(run_s, duration))  # fmt: skip
+    return out
 
 
 def faults_for(

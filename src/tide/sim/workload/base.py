@@ -21,6 +21,21 @@ class WorkloadError(ValueError):
     """A workload input that cannot be read; the message names the place and the fix."""
 
 
+@dataclass(frozen=True, slots=True)
+class TrainModel:
+    """What a training job computes, for tokens/s, step time and MFU in the
+    twin (tide.sim.training; docs/twin-metrics.md, "Training in the twin").
+
+    `flops_per_token` is the model's training FLOPs per token (6 x parameters
+    for a dense transformer); `tokens_per_step` the global batch in tokens
+    (None: no step time); `mfu` the job's own steady MFU (None: its GPU
+    type's, tide.sim.training.STEADY_MFU)."""
+
+    flops_per_token: float
+    tokens_per_step: float | None = None
+    mfu: float | None = None
+
+
 @dataclass(slots=True)
 class SimJob:
     """One job of a replayed or generated workload.
@@ -41,6 +56,7 @@ class SimJob:
     checkpoint_interval: float | None = None  # seconds of work between checkpoints
     checkpoint_cost: float = 0.0  # seconds one checkpoint takes
     original: dict[str, Any] = field(default_factory=dict)  # raw source fields
+    train: TrainModel | None = None  # a training job's model (tokens, MFU)
 
     def __post_init__(self) -> None:
         if not self.name:

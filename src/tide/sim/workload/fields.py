@@ -135,3 +135,26 @@ def switches(value: Any) -> tuple[int, int | None]:
         if count.strip().isdigit() and int(count) >= 1:
             return int(count), slurm_time(wait) if wait else None
     raise ValueError(f"{value!r}: use a switch count (1) or 'N@time' ('1@10:00')")
+
+
+def amount(value: Any) -> float:
+    """A positive count: a number, or a string with K/M/B/G/T (powers of 1000),
+    as `params: "7B"` or `tokens_per_step: "4M"`."""
+    from tide.efficiency import EfficiencyError, parse_amount
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value > 0 and math.isfinite(value):
+            return float(value)
+    elif isinstance(value, str):
+        try:
+            return parse_amount("value", value)
+        except EfficiencyError:
+            pass
+    raise ValueError(f"{value!r}: use a positive number (7e9) or one with K/M/B/T ('7B')")
+
+
+def fraction(value: Any) -> float:
+    """A share in (0, 1], as an MFU."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value)
+    raise ValueError(f"{value!r}: use a number above 0 and at most 1 (0.4 = 40 %)")

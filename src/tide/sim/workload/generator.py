@@ -33,6 +33,7 @@ class _Drawn:
     account: list[int]  # index into stream.accounts
     user: list[int]  # user number within the account, from 1
     switches: list[bool]
+    model: list[int]  # index into stream.models ([] when the stream has none)
 
 
 def _weights(pairs: tuple[tuple[object, float], ...]) -> np.ndarray:
@@ -58,10 +59,12 @@ def _draw(s: Stream, horizon: float, rng: np.random.Generator) -> _Drawn:
     k = np.arange(1, s.users_per_account + 1)
     user = rng.choice(k, n, p=(1 / k) / (1 / k).sum())
     switches = rng.random(n) < s.switches
+    # drawn last and only when there are models: the presets without keep their jobs
+    model = rng.choice(len(s.models), n, p=_weights(s.models)).tolist() if s.models else []
     # Python lists: building 300,000 jobs from numpy scalars is several times slower
     return _Drawn(s, submit.tolist(), gpus.tolist(), duration.tolist(),
                   limit.astype(np.int64).tolist(), account.tolist(), user.tolist(),
-                  switches.tolist())  # fmt: skip
+                  switches.tolist(), model)  # fmt: skip
 
 
 def _shape(gpus: int, gpn: int) -> tuple[int, int]:
@@ -85,6 +88,7 @@ def _stream_job(d: _Drawn, i: int, jid: int, gpn: int) -> SimJob:
         id=jid, submit=d.submit[i], duration=d.duration[i], request=req,
         user=f"{account}-u{d.user[i]}", account=account, name=s.name,
         checkpoint_interval=s.checkpoint_interval, checkpoint_cost=s.checkpoint_cost,
+        train=s.models[d.model[i]][0] if d.model else None,
     )  # fmt: skip
 
 
@@ -124,7 +128,9 @@ def _fixed_job(model: GeneratorModel, i: int, jid: int) -> SimJob:
                      switches=f.switches, nodes_min=nodes, nodes_max=nodes,
                      gpus_per_node=per_node)  # fmt: skip
     return SimJob(id=jid, submit=float(f.submit), duration=float(f.duration), request=req,
-                  user=f.user, account=f.account, name=f.name)  # fmt: skip
+                  user=f.user, account=f.account, name=f.name, train=f.train,
+                  checkpoint_interval=f.checkpoint_interval,
+                  checkpoint_cost=f.checkpoint_cost)  # fmt: skip
 
 
 def generate(preset: str | GeneratorModel, seed: int = 0) -> tuple[str | Cluster, list[SimJob]]:

@@ -20,7 +20,7 @@ from typing import IO, Any
 from tide.hostlist import compress
 from tide.model import JobRequest
 from tide.sim.workload import fields as fp
-from tide.sim.workload.base import SimJob, Workload, WorkloadError, WorkloadInfo
+from tide.sim.workload.base import SimJob, TrainModel, Workload, WorkloadError, WorkloadInfo
 
 
 def _count(value: Any) -> int:
@@ -59,9 +59,10 @@ _SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "begin": ("begin", fp.seconds),
 }
 STRUCTURED = frozenset({*_SIMPLE, "nodes", "switches"})
+TRAIN_KEYS = ("params", "flops_per_token", "tokens_per_step", "mfu")
 _JOB_KEYS = frozenset(
     {"id", "submit", "duration", "user", "name", "checkpoint_interval", "checkpoint_cost",
-     "sbatch", "meta"}
+     "sbatch", "meta", *TRAIN_KEYS}
 )  # fmt: skip
 
 
@@ -151,6 +152,29 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         checkpoint_cost=_get(obj, "checkpoint_cost", fp.seconds, where)
         if "checkpoint_cost" in obj else 0.0,
         original=original,
+        train=train_model(obj, where),
+    )  # fmt: skip
+
+
+def train_model(obj: dict[str, Any], where: str) -> TrainModel | None:
+    """A training job's model from `params` (FLOPs per token = 6 x params) or
+    `flops_per_token`, with `tokens_per_step` and `mfu`; None when the line
+    declares none of them."""
+    given = [k for k in TRAIN_KEYS if k in obj]
+    if not given:
+        return None
+    if "flops_per_token" in obj:
+        fpt = _get(obj, "flops_per_token", fp.amount, where)
+    elif "params" in obj:
+        fpt = 6.0 * _get(obj, "params", fp.amount, where)
+    else:
+        raise _fail(where, given[0], "declares no model: add params (e.g. \"7B\") or "
+                    "flops_per_token")  # fmt: skip
+    return TrainModel(
+        flops_per_token=fpt,
+        tokens_per_step=_get(obj, "tokens_per_step", fp.amount, where)
+        if "tokens_per_step" in obj else None,
+        mfu=_get(obj, "mfu", fp.fraction, where) if "mfu" in obj else None,
     )  # fmt: skip
 
 
@@ -236,6 +260,12 @@ def job_to_dict(job: SimJob) -> dict[str, Any]:
         out["checkpoint_interval"] = _num(job.checkpoint_interval)
     if job.checkpoint_cost:
         out["checkpoint_cost"] = _num(job.checkpoint_cost)
+    if job.train is not None:
+        out["flops_per_token"] = _num(job.train.flops_per_token)
+        if job.train.tokens_per_step is not None:
+            out["tokens_per_step"] = _num(job.train.tokens_per_step)
+        if job.train.mfu is not None:
+            out["mfu"] = job.train.mfu
     if "meta" in job.original:
         out["meta"] = job.original["meta"]
     return out

@@ -9,7 +9,8 @@ Each stream is a Poisson process (rate in jobs per second over
 - a time limit from `estimates` (docs/workloads.md, "Estimates");
 - an account from `accounts` and a user of that account, user k of n with
   weight 1/k (a few heavy users, a long tail);
-- for multi-node jobs, --switches=1 with probability `switches`.
+- for multi-node jobs, --switches=1 with probability `switches`;
+- a training model from `models` (weights need not sum to 1), when given.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Literal
 import numpy as np
 
 from tide.model import Cluster
+from tide.sim.workload.base import TrainModel
 
 DistKind = Literal["lognormal", "weibull", "uniform", "fixed"]
 
@@ -91,6 +93,7 @@ class Stream:
     qos: str = ""
     checkpoint_interval: float | None = None
     checkpoint_cost: float = 0.0
+    models: tuple[tuple[TrainModel, float], ...] = ()  # (model, weight); () = not training
 
     def mean_gpus(self) -> float:
         total = sum(w for _, w in self.sizes)
@@ -109,6 +112,9 @@ class FixedJob:
     account: str = "root"
     user: str = "user"
     switches: int | None = None
+    train: TrainModel | None = None
+    checkpoint_interval: float | None = None
+    checkpoint_cost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

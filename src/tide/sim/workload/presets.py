@@ -9,13 +9,18 @@
   50/30/20; 1-64-GPU jobs (always one 64-GPU job at 10:00), half of the
   drawn multi-node ones with --switches=1.
 - month1000: a month on 1,000 nodes x 8 GPUs (~100k jobs, ~90 % offered load).
+- llm: a day of LLM training on the seed004 cluster: a 70B pre-training run
+  on 512 GPUs checkpointing hourly, 7-34B fine-tunes on 8-64 GPUs
+  checkpointing every half hour, and evaluation jobs; every training job
+  declares its model and batch, so the report shows tokens/s, step time and
+  MFU per account (add --mtbf to see failures' recompute).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from tide.sim.workload.base import WorkloadError
+from tide.sim.workload.base import TrainModel, WorkloadError
 from tide.sim.workload.clusters import tree_cluster
 from tide.sim.workload.model import (
     Dist,
@@ -27,6 +32,12 @@ from tide.sim.workload.model import (
 )
 
 HOUR, DAY = 3600, 86400
+M = 1_048_576  # tokens per step are powers of two: 4M = 1,024 sequences of 4,096
+
+
+def llm_model(params: float, tokens_per_step: float) -> TrainModel:
+    """A dense transformer: 6 x params training FLOPs per token."""
+    return TrainModel(flops_per_token=6 * params, tokens_per_step=tokens_per_step)
 
 
 def seed000() -> GeneratorModel:
@@ -51,7 +62,8 @@ def seed004() -> GeneratorModel:
         accounts=(("inference", 1.0),), users_per_account=8,
     )  # fmt: skip
     big = FixedJob(submit=HOUR, gpus=800, duration=12 * HOUR, time_limit=13 * HOUR,
-                   name="train-800", account="training", user="training-u1")  # fmt: skip
+                   name="train-800", account="training", user="training-u1",
+                   train=llm_model(70e9, 4 * M))  # fmt: skip
     return GeneratorModel(
         name="seed004", cluster="seed004", gpus_per_node=8, horizon=1.5 * HOUR,
         streams=(small,), fixed=(big,), shares=(("training", 0.5), ("inference", 0.5)),
@@ -113,8 +125,38 @@ def month1000() -> GeneratorModel:
     )  # fmt: skip
 
 
+def llm() -> GeneratorModel:
+    cap = DAY
+    est = Estimates(p_exact=0.1, p_max=0.3, factor=Dist("lognormal", 1.5, 0.5), cap=cap)
+    tune = ((8, 0.4), (16, 0.3), (32, 0.2), (64, 0.1))
+    tune_d = Dist("lognormal", 2 * HOUR, 0.8, lo=600, hi=24 * HOUR)
+    models = ((llm_model(7e9, 1 * M), 0.5), (llm_model(13e9, 1 * M), 0.3),
+              (llm_model(34e9, 2 * M), 0.2))  # fmt: skip
+    evals = ((1, 0.5), (2, 0.2), (4, 0.2), (8, 0.1))
+    eval_d = Dist("lognormal", 1800, 0.8, lo=60, hi=4 * HOUR)
+    streams = (
+        Stream("finetune", rate_for(0.25, 800, tune, tune_d), tune, tune_d, est,
+               (("nlp", 0.5), ("code", 0.3), ("chat", 0.2)), users_per_account=6,
+               switches=0.5, switches_wait=1800, checkpoint_interval=1800.0,
+               checkpoint_cost=60.0, models=models),
+        Stream("eval", rate_for(0.05, 800, evals, eval_d), evals, eval_d, est,
+               (("eval", 1.0),), users_per_account=4),
+    )  # fmt: skip
+    pretrain = FixedJob(submit=0.0, gpus=512, duration=20 * HOUR, time_limit=DAY,
+                        name="pretrain-70b", account="pretrain", user="pretrain-u1",
+                        train=llm_model(70e9, 4 * M), checkpoint_interval=float(HOUR),
+                        checkpoint_cost=300.0)  # fmt: skip
+    return GeneratorModel(
+        name="llm", cluster="seed004", gpus_per_node=8, horizon=DAY, streams=streams,
+        fixed=(pretrain,),
+        shares=(("pretrain", 0.5), ("nlp", 0.2), ("code", 0.1), ("chat", 0.1), ("eval", 0.1)),
+        description="a day of LLM training on 100 x 8 A100: a 70B pre-training run on "
+        "512 GPUs, 7-34B fine-tunes on 8-64 GPUs, evaluations",
+    )  # fmt: skip
+
+
 PRESETS: dict[str, Callable[[], GeneratorModel]] = {
-    "seed000": seed000, "seed004": seed004, "demo": demo, "month1000": month1000,
+    "seed000": seed000, "seed004": seed004, "demo": demo, "month1000": month1000, "llm": llm,
 }  # fmt: skip
 
 
