@@ -1,4 +1,4 @@
-"""/v1/share, /v1/priority, /v1/usage/report: sshare, sprio, sreport."""
+"""/v1/share (and its history), /v1/priority, /v1/usage/report: sshare, sprio, sreport."""
 
 from __future__ import annotations
 
@@ -27,8 +27,12 @@ def share(request: Request, p: Who) -> dict[str, Any]:
 def share_history(
     request: Request,
     p: Who,
-    start: Annotated[float | None, Query(ge=0, description="epoch; default end - 1 day")] = None,
-    end: Annotated[float | None, Query(ge=0, description="epoch; default now")] = None,
+    start: Annotated[
+        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default end - 1 day")
+    ] = None,
+    end: Annotated[
+        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now")
+    ] = None,
 ) -> dict[str, Any]:
     from tide.server.services import share_history as hist
 
