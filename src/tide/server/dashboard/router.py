@@ -149,8 +149,13 @@ async def services(request: Request) -> Response:
 
 @router.get("/login")
 async def login_form(request: Request, next: str = "/ui/") -> Response:
+    return _login_page(request, _safe_next(next))
+
+
+def _login_page(request: Request, nxt: str, error: str = "", status: int = 200) -> Response:
+    """The login form with a fresh CSRF value, in the form and in a cookie."""
     csrf = new_login_csrf()
-    resp = _page(request, "login.html", None, next=_safe_next(next), csrf=csrf, error="",
+    resp = _page(request, "login.html", None, status, next=nxt, csrf=csrf, error=error,
                  title="Log in", live=False)  # fmt: skip
     resp.set_cookie(LOGIN_CSRF_COOKIE, csrf, max_age=900, httponly=True, samesite="strict",
                     path="/ui", secure=request.url.scheme == "https")  # fmt: skip
@@ -173,12 +178,7 @@ async def login(request: Request) -> Response:
         except ApiError as e:
             error = f"{e.error}: {e.fix}" if e.fix else e.error
     if error:
-        csrf = new_login_csrf()
-        resp = _page(request, "login.html", None, 401, next=nxt, csrf=csrf, error=error,
-                     title="Log in", live=False)  # fmt: skip
-        resp.set_cookie(LOGIN_CSRF_COOKIE, csrf, max_age=900, httponly=True,
-                        samesite="strict", path="/ui")  # fmt: skip
-        return resp
+        return _login_page(request, nxt, error, 401)
     sid = _sessions(request).create(token)
     resp = RedirectResponse(nxt, 303, headers=HEADERS)
     resp.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/ui",

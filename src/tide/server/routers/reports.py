@@ -15,6 +15,8 @@ from tide.server.services import reports as svc
 
 router = APIRouter(prefix="/v1", tags=["reports"], responses=responses())
 Who = Annotated[Principal, Depends(who)]
+Start = Annotated[float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default a day ago")]
+End = Annotated[float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now")]
 
 
 @router.get("/share", summary="Fair-share tree (sshare -l) and quotas per account and cohort")
@@ -24,21 +26,16 @@ def share(request: Request, p: Who) -> dict[str, Any]:
 
 
 @router.get("/share/history", summary="Fair-share per association over time (sshare samples)")
-def share_history(
-    request: Request,
-    p: Who,
-    start: Annotated[
-        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default end - 1 day")
-    ] = None,
-    end: Annotated[
-        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now")
-    ] = None,
-) -> dict[str, Any]:
+def share_history(request: Request, p: Who, start: Start = None, end: End = None
+                  ) -> dict[str, Any]:  # fmt: skip
     from tide.server.services import share_history as hist
 
     now = time.time()
-    end = end if end is not None else now
-    return hist.history(ctl_of(request), start if start is not None else end - 86400, end)
+    return hist.history(
+        ctl_of(request),
+        start if start is not None else now - 86400,
+        end if end is not None else now,
+    )
 
 
 @router.get("/priority", summary="Priority factors of pending jobs (sprio)")
@@ -55,12 +52,8 @@ def priority(
 def usage_report(
     request: Request,
     p: Who,
-    start: Annotated[
-        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now - 1 day")
-    ] = None,
-    end: Annotated[
-        float | None, Query(ge=0, le=MAX_EPOCH, description="epoch; default now")
-    ] = None,
+    start: Start = None,
+    end: End = None,
     by: Annotated[str, Query(description="user or account")] = "user",
 ) -> dict[str, Any]:
     now = time.time()
