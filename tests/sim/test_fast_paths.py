@@ -190,6 +190,10 @@ def _outcome(rp: object, value: object, param: object) -> object:
         return f"{type(e).__name__}: {e}"
 
 
+COMPARE_OWN = ("policies", "parallel", "patterns", "days", "investment", "opex", "burst_price",
+               "baseline")  # fmt: skip
+
+
 def test_run_and_compare_share_options() -> None:
     """One definition of the replay options; each command keeps its own first
     option and `--out` default."""
@@ -201,7 +205,7 @@ def test_run_and_compare_share_options() -> None:
     shared = [name for name, _, _ in _REPLAY_OPTIONS]
     for cmd, own, out in (
         ("run", ["policy"], "out/sim"),
-        ("compare", ["policies", "parallel"], "out/compare"),
+        ("compare", [*COMPARE_OWN], "out/compare"),
     ):
         params = {p.name: p for p in cmds[cmd].params if p.name != "help"}
         assert list(params) == [*own, *shared]
