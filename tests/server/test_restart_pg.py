@@ -7,8 +7,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import _PG
 from serverproc import DATA, ServerProc, job, submit, wait_state
+
+from conftest import _PG
 
 pytestmark = pytest.mark.slow
 TINY = ["--cluster", str(DATA / "tiny.yaml"), "--kill-wait", "2", "--bf-interval", "1"]
