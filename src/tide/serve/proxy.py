@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httptools
@@ -68,15 +68,27 @@ def simple_response(status: int, body: bytes, keep_alive: bool = True) -> bytes:
 
 
 class ClientProtocol(asyncio.Protocol):
-    """One client connection: parse, queue, hand each request to `handle`."""
+    """One client connection: parse, queue, serve requests one at a time, in order.
 
-    def __init__(self, handle: Callable[[Request, ClientProtocol], Any]) -> None:
+    `fast(req, client)` may start a request with callbacks only (no task: the
+    common case, an idle pooled connection to a ready replica) and returns
+    True; it then calls `client.done(req)` when the answer is out, or
+    `client.slow(req)` to hand it to `handle`, the coroutine that can wait
+    (connecting, buffering, retrying)."""
+
+    def __init__(
+        self,
+        handle: Callable[[Request, ClientProtocol], Any],
+        fast: Callable[[Request, ClientProtocol], bool] | None = None,
+    ) -> None:
         self._handle = handle
+        self._fast = fast
+        self._busy = False
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.peer = b"unknown"
         self._queue: deque[Request] = deque()
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None  # the slow path's, while it runs
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
@@ -142,19 +154,35 @@ class ClientProtocol(asyncio.Protocol):
         self._queue.append(req)
         if len(self._queue) > 32 and self.transport:
             self.transport.pause_reading()
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._serve())
+        self._pump()
 
-    async def _serve(self) -> None:
-        while self._queue and not self.closed:
-            req = self._queue.popleft()
-            await self._handle(req, self)
-            if not req.keep_alive:
-                self.close()
-                break
-            if self.transport and len(self._queue) <= 8:
-                self.transport.resume_reading()
+    def _pump(self) -> None:
+        """Start the next request unless one is being served."""
+        if self._busy or not self._queue or self.closed:
+            return
+        req = self._queue.popleft()
+        self._busy = True
+        if self.transport and len(self._queue) <= 8:
+            self.transport.resume_reading()
+        if self._fast is not None and self._fast(req, self):
+            return
+        self.slow(req)
+
+    def slow(self, req: Request) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._serve(req))
+
+    async def _serve(self, req: Request) -> None:
+        await self._handle(req, self)
         self._task = None
+        self.done(req)
+
+    def done(self, req: Request) -> None:
+        """The request's answer is out: on to the next one."""
+        self._busy = False
+        if not req.keep_alive:
+            self.close()
+            return
+        self._pump()
 
     # used by exchanges
     def write(self, data: bytes) -> None:
@@ -181,19 +209,33 @@ class UpstreamClosed(Exception):
     """The replica refused or dropped the connection before the first response byte."""
 
 
-@dataclass(slots=True)
 class Exchange:
-    """One request on one upstream connection, streaming into the client."""
+    """One request on one upstream connection, streaming into the client.
+    `callback(ok, error)` runs once: (True, None) answered and the connection
+    reusable, (False, None) ended otherwise, (False, UpstreamClosed) nothing
+    was answered (safe to retry), (False, TimeoutError) no answer in time."""
 
-    client: ClientProtocol
-    head_only: bool
-    started: bool = False  # response bytes went to the client (no retry after this)
-    status: int = 0
-    chunked: bool = False
-    first_byte: float = 0.0  # perf_counter of the first response body byte (or head)
-    done: asyncio.Future[bool] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
+    __slots__ = ("callback", "chunked", "client", "first_byte", "head_only", "started",
+                 "status")  # fmt: skip
+
+    def __init__(
+        self,
+        client: ClientProtocol,
+        head_only: bool,
+        callback: Callable[[bool, BaseException | None], None],
+    ) -> None:
+        self.client = client
+        self.head_only = head_only
+        self.callback: Callable[[bool, BaseException | None], None] | None = callback
+        self.started = False  # response bytes went to the client (no retry after this)
+        self.status = 0
+        self.chunked = False
+        self.first_byte = 0.0  # perf_counter of the response head
+
+    def end(self, ok: bool, error: BaseException | None = None) -> None:
+        cb, self.callback = self.callback, None
+        if cb is not None:
+            cb(ok, error)
 
 
 class UpstreamProtocol(asyncio.Protocol):
@@ -207,6 +249,7 @@ class UpstreamProtocol(asyncio.Protocol):
         self.reusable = True
         self._headers: list[tuple[bytes, bytes]] = []
         self._reason = b""
+        self._out: list[bytes] = []  # bytes for the client from the current read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -215,20 +258,28 @@ class UpstreamProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.open = False
         ex, self.ex = self.ex, None
-        if ex is not None and not ex.done.done():
+        if ex is not None:
             if ex.started:
                 ex.client.close()  # half a response went out: the client must see it end
-                ex.done.set_result(False)
+                ex.end(False)
             else:
-                ex.done.set_exception(UpstreamClosed("replica closed the connection"))
+                ex.end(False, UpstreamClosed("replica closed the connection"))
 
     def data_received(self, data: bytes) -> None:
+        ex = self.ex
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
             self.reusable = False
             if self.transport:
                 self.transport.close()
+        if self._out and ex is not None:  # what this read produced: one write, not one per part
+            ex.client.write(b"".join(self._out))
+            self._out.clear()
+            if not ex.client._writable.is_set() and self.transport is not None:
+                # a slow client: stop reading the replica until it catches up
+                self.transport.pause_reading()
+                asyncio.get_running_loop().create_task(self._resume_when(ex.client))
 
     def send(self, ex: Exchange, payload: bytes) -> None:
         self.ex = ex
@@ -270,7 +321,7 @@ class UpstreamProtocol(asyncio.Protocol):
             out.append(b"Transfer-Encoding: chunked\r\n")
         out.append(b"\r\n")
         self._reason = b""
-        ex.client.write(b"".join(out))
+        self._out.append(b"".join(out))
         ex.first_byte = time.perf_counter()
         if ex.head_only:  # httptools cannot know a HEAD response has no body
             self.reusable = False
@@ -281,13 +332,9 @@ class UpstreamProtocol(asyncio.Protocol):
         if ex is None:
             return
         if ex.chunked:
-            ex.client.write(b"%x\r\n%s\r\n" % (len(body), body))
+            self._out.append(b"%x\r\n%s\r\n" % (len(body), body))
         else:
-            ex.client.write(body)
-        if not ex.client._writable.is_set() and self.transport is not None:
-            # a slow client: stop reading the replica until it catches up
-            self.transport.pause_reading()
-            asyncio.get_running_loop().create_task(self._resume_when(ex.client))
+            self._out.append(body)
 
     async def _resume_when(self, client: ClientProtocol) -> None:
         await client.drain()
@@ -297,15 +344,15 @@ class UpstreamProtocol(asyncio.Protocol):
     def on_message_complete(self) -> None:
         ex = self.ex
         if ex is not None and ex.chunked:
-            ex.client.write(b"0\r\n\r\n")
+            self._out.append(b"0\r\n\r\n")
         if not self.parser.should_keep_alive():
             self.reusable = False
         self._finish(True)
 
     def _finish(self, ok: bool) -> None:
         ex, self.ex = self.ex, None
-        if ex is not None and not ex.done.done():
-            ex.done.set_result(ok)
+        if ex is not None:
+            ex.end(ok)
 
 
 class UpstreamPool:
@@ -317,12 +364,19 @@ class UpstreamPool:
         self.idle: list[UpstreamProtocol] = []
         self.limit = limit
 
-    async def get(self) -> tuple[UpstreamProtocol, bool]:
-        """(a connection, whether it is fresh)."""
+    def idle_conn(self) -> UpstreamProtocol | None:
+        """A kept-alive connection, if one is idle (no waiting)."""
         while self.idle:
             conn = self.idle.pop()
             if conn.open and conn.reusable:
-                return conn, False
+                return conn
+        return None
+
+    async def get(self) -> tuple[UpstreamProtocol, bool]:
+        """(a connection, whether it is fresh)."""
+        conn = self.idle_conn()
+        if conn is not None:
+            return conn, False
         loop = asyncio.get_running_loop()
         try:
             _, conn = await loop.create_connection(UpstreamProtocol, self.host, self.port)

@@ -216,6 +216,43 @@ class Router:
 
     # --- requests ------------------------------------------------------------------------
 
+    def fast(self, req: Request, client: ClientProtocol) -> bool:
+        """The common case with callbacks only: a ready replica with an idle kept-alive
+        connection. False: the coroutine path (`handle`) must take the request."""
+        ep = self.pick()
+        conn = ep.pool.idle_conn() if ep is not None else None
+        if ep is None or conn is None:
+            self._rr -= 1  # the slow path picks again: the same turn of the rotation
+            return False
+        st = self.stats
+        st.requests += 1
+        st.tick()
+        st.inflight += 1
+        ep.outstanding += 1
+        loop = asyncio.get_running_loop()
+
+        def finished(ok: bool, error: BaseException | None) -> None:
+            timer.cancel()
+            st.tick()
+            st.inflight -= 1
+            self._release(ep)
+            if isinstance(error, UpstreamClosed):  # a stale pooled connection: try again
+                st.requests -= 1  # `handle` counts it
+                client.slow(req)
+                return
+            if isinstance(error, TimeoutError):
+                self._timed_out(conn, ex, client, req)
+            else:
+                if ok:
+                    ep.pool.put(conn)
+                self._answered(ep, ex, req)
+            client.done(req)
+
+        ex = Exchange(client, req.method == b"HEAD", finished)
+        timer = loop.call_later(UPSTREAM_TIMEOUT, ex.end, False, TimeoutError())
+        conn.send(ex, req.encode(ep.pool.hostport, client.peer))
+        return True
+
     async def handle(self, req: Request, client: ClientProtocol) -> None:
         st = self.stats
         st.requests += 1
@@ -245,41 +282,55 @@ class Router:
                 self._signal_ready()
                 continue
             finally:
-                ep.outstanding -= 1
-                if ep.draining and ep.outstanding == 0:
-                    self._drop(ep.id)
-            ep.served += 1
-            done = time.perf_counter()
-            first = ex.first_byte or done
-            self.stats.answered(ex.status, first - req.received, done - req.received)
+                self._release(ep)
+            self._answered(ep, ex, req)
             return
         status = 503 if why == "no ready replica" else 502
         self._error(client, req, status, why)
 
     async def _exchange(self, ep: Endpoint, req: Request, client: ClientProtocol) -> Exchange:
         payload = req.encode(ep.pool.hostport, client.peer)
+        loop = asyncio.get_running_loop()
         for _ in range(2):  # a pooled connection the replica already closed: one fresh try
             conn, fresh = await ep.pool.get()
-            ex = Exchange(client, head_only=req.method == b"HEAD")
+            done: asyncio.Future[bool] = loop.create_future()
+            ex = Exchange(client, req.method == b"HEAD", _resolver(done))
             conn.send(ex, payload)
+            timer = loop.call_later(UPSTREAM_TIMEOUT, ex.end, False, TimeoutError())
             try:
-                ok = await asyncio.wait_for(asyncio.shield(ex.done), UPSTREAM_TIMEOUT)
+                ok = await done
             except UpstreamClosed:
                 if fresh:
                     raise
                 continue
             except TimeoutError:
-                conn.ex = None  # nobody waits for this exchange any more
-                if conn.transport is not None:
-                    conn.transport.close()
-                if not ex.started:
-                    self._error(client, req, 504, "the replica did not answer in time")
-                    ex.status = 504
+                self._timed_out(conn, ex, client, req)
                 return ex
+            finally:
+                timer.cancel()
             if ok:
                 ep.pool.put(conn)
             return ex
         raise UpstreamClosed("the replica closed every connection")
+
+    def _release(self, ep: Endpoint) -> None:
+        ep.outstanding -= 1
+        if ep.draining and ep.outstanding == 0:
+            self._drop(ep.id)
+
+    def _answered(self, ep: Endpoint, ex: Exchange, req: Request) -> None:
+        ep.served += 1
+        done = time.perf_counter()
+        first = ex.first_byte or done
+        self.stats.answered(ex.status, first - req.received, done - req.received)
+
+    def _timed_out(self, conn: Any, ex: Exchange, client: ClientProtocol, req: Request) -> None:
+        conn.ex = None  # nobody waits for this exchange any more
+        if conn.transport is not None:
+            conn.transport.close()
+        if not ex.started:
+            self._error(client, req, 504, "the replica did not answer in time")
+            ex.status = 504
 
     def _error(self, client: ClientProtocol, req: Request, status: int, why: str) -> None:
         self.stats.errors += 1
@@ -322,6 +373,20 @@ class Router:
                 for ep in self.endpoints.values()
             ],
         }
+
+
+def _resolver(done: asyncio.Future[bool]) -> Any:
+    """An exchange callback that settles a future (the coroutine path)."""
+
+    def settle(ok: bool, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(ok)
+
+    return settle
 
 
 class Admin:
@@ -367,7 +432,7 @@ async def serve(args: argparse.Namespace) -> None:
     router = Router(args.name, args.buffer)
     admin = Admin(router, token, stop)
     main = await loop.create_server(
-        lambda: ClientProtocol(router.handle),
+        lambda: ClientProtocol(router.handle, router.fast),
         args.host,
         args.port,
         reuse_address=True,

@@ -1,0 +1,190 @@
+"""The router process on its own (tide.serve.router): bodies both ways,
+streamed answers arriving as they are produced, HEAD and 204, retries when a
+replica is gone, buffering with no replica, draining an endpoint with a
+request in flight, the admin token."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from serverproc import wait_for
+
+pytestmark = pytest.mark.slow
+
+UPSTREAM = r"""
+import asyncio, sys, uvicorn
+NAME = sys.argv[2].encode()
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        m = await receive()
+        body += m.get("body", b"")
+        if not m.get("more_body"):
+            break
+    path = scope["path"]
+    if path == "/stream":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for i in range(4):
+            await send({"type": "http.response.body", "body": b"t%d;" % i, "more_body": True})
+            await asyncio.sleep(0.3)
+        await send({"type": "http.response.body", "body": b""})
+        return
+    if path == "/empty":
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    if path == "/slow":
+        await asyncio.sleep(1.5)
+    out = NAME + b":" + body
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-length", str(len(out)).encode()), (b"x-up", NAME)]})
+    await send({"type": "http.response.body", "body": out})
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="error")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Rig:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.ups: dict[str, int] = {}
+        (tmp / "token").write_text("secret")
+        os.chmod(tmp / "token", 0o600)
+        self.port = free_port()
+        self.procs.append(subprocess.Popen([
+            sys.executable, "-m", "tide.serve.router", "--name", "t", "--port", str(self.port),
+            "--token-file", str(tmp / "token"), "--state-file", str(tmp / "r.json"),
+            "--buffer", "1.5"]))  # fmt: skip
+        state = wait_for("the router", lambda: (tmp / "r.json").exists()
+                         and json.loads((tmp / "r.json").read_text()), 30)  # fmt: skip
+        self.admin = f"http://127.0.0.1:{state['admin_port']}"
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def upstream(self, name: str) -> int:
+        port = free_port()
+        self.procs.append(subprocess.Popen([sys.executable, "-c", UPSTREAM, str(port), name]))
+        self.ups[name] = port
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/x", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(f"upstream {name}", up, 60)
+        return port
+
+    def endpoints(self, **ports: int) -> None:
+        doc = {"endpoints": [{"id": n, "host": "127.0.0.1", "port": p} for n, p in ports.items()]}
+        r = httpx.put(self.admin + "/endpoints", json=doc,
+                      headers={"Authorization": "Bearer secret"})  # fmt: skip
+        r.raise_for_status()
+
+    def stats(self) -> dict:  # type: ignore[type-arg]
+        r = httpx.get(self.admin + "/stats", headers={"Authorization": "Bearer secret"})
+        return r.json()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    r = Rig(tmp_path_factory.mktemp("router"))
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def test_bodies_headers_head_and_204(rig: Rig):
+    rig.endpoints(a=rig.upstream("a"))
+    r = httpx.post(rig.url + "/echo", content=b"x" * 100_000, timeout=30)
+    assert r.status_code == 200 and r.content == b"a:" + b"x" * 100_000
+    assert r.headers["x-up"] == "a"
+    h = httpx.head(rig.url + "/echo", timeout=30)
+    assert h.status_code == 200 and h.content == b""
+    assert httpx.get(rig.url + "/empty", timeout=30).status_code == 204
+    assert httpx.get(rig.url + "/after", timeout=30).text == "a:"  # the connection survived
+
+
+def test_streamed_answers_arrive_as_they_are_produced(rig: Rig):
+    rig.endpoints(a=rig.ups["a"])
+    seen: list[tuple[float, bytes]] = []
+    t0 = time.perf_counter()
+    with httpx.stream("GET", rig.url + "/stream", timeout=30) as r:
+        for chunk in r.iter_raw():
+            seen.append((time.perf_counter() - t0, chunk))
+    assert b"".join(c for _, c in seen) == b"t0;t1;t2;t3;"
+    assert seen[0][0] < seen[-1][0] - 0.5  # the first token did not wait for the last
+
+
+def test_a_gone_replica_costs_a_retry_not_a_request(rig: Rig):
+    dead = free_port()  # nothing listens there
+    rig.endpoints(a=rig.ups["a"], dead=dead)
+    before = rig.stats()["retries"]
+    answers = [httpx.get(rig.url + "/r", timeout=30) for _ in range(6)]
+    assert all(a.status_code == 200 for a in answers)
+    st = rig.stats()
+    assert st["retries"] > before
+    assert any(e["ejected"] for e in st["endpoints"] if e["id"] == "dead")
+
+
+def test_no_replica_buffers_then_503(rig: Rig):
+    rig.endpoints()
+    t0 = time.perf_counter()
+    r = httpx.get(rig.url + "/b", timeout=30)
+    assert r.status_code == 503 and "no ready replica" in r.json()["error"]
+    assert time.perf_counter() - t0 >= 1.4  # it waited for the 1.5 s buffer
+    # a replica that turns up while a request waits gets it
+    out: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/b2", timeout=30)))
+    t.start()
+    time.sleep(0.5)
+    rig.endpoints(a=rig.ups["a"])
+    t.join()
+    assert out[0].status_code == 200
+
+
+def test_draining_lets_requests_in_flight_finish(rig: Rig):
+    rig.endpoints(b=rig.upstream("b"))
+    out: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/slow", timeout=30)))
+    t.start()
+    time.sleep(0.5)  # the slow request is on b
+    rig.endpoints(a=rig.ups["a"])  # b leaves: it drains
+    st = rig.stats()
+    assert [e["id"] for e in st["endpoints"] if e["draining"]] == ["b"]
+    assert httpx.get(rig.url + "/n", timeout=30).text == "a:"  # new ones go to a
+    t.join()
+    assert out[0].status_code == 200 and out[0].text == "b:"
+    wait_for("b gone once idle", lambda: all(e["id"] != "b" for e in rig.stats()["endpoints"]), 10)
+
+
+def test_the_admin_port_wants_the_token(rig: Rig):
+    r = httpx.get(rig.admin + "/stats", headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401
+    r = httpx.put(rig.admin + "/endpoints", content=b"not json",
+                  headers={"Authorization": "Bearer secret"})  # fmt: skip
+    assert r.status_code == 400
