@@ -208,3 +208,23 @@ def test_block_topology_keeps_a_job_in_one_block() -> None:
     r = running(job(9, gpus_per_node=8), c, {"n001": tuple(range(8))}, 0)
     d = schedule(snapshot(c, [job(1, nodes=2, gpus_per_node=8)], running_jobs=[r]))
     assert sorted(na.node for na in d.starts[0].alloc.nodes) == [2, 3]
+
+
+def test_array_throttle_shows_behind_a_blocked_job() -> None:
+    """Slurm gives JobArrayTaskLimit to every throttled task, even those queued
+    behind a job that waits for Resources (real squeue in tests/data/slurm_cli)."""
+    c = flat_cluster(4)
+    spec = ArraySpec(task_ids=(0, 1, 2, 3), max_running=2)
+    tasks = []
+    for t in range(4):
+        j = job(10 + t, gpus_per_node=1, array=spec, submit=1.0)
+        j.array_job_id, j.array_task_id = 10, t
+        tasks.append(j)
+    runs = [running(tasks[t], c, {f"n00{t + 1}": (0,)}, 0) for t in (0, 1)]
+    big = job(1, nodes=4, gpus_per_node=8, submit=0.0)
+    snap = snapshot(c, [big, tasks[2], tasks[3]], running_jobs=runs)
+    snap.backfill = False  # a main pass between two backfill passes
+    d = schedule(snap)
+    assert d.starts == []
+    assert d.pending[1].reason is Reason.RESOURCES
+    assert d.pending[12].reason is d.pending[13].reason is Reason.JOB_ARRAY_TASK_LIMIT

@@ -86,7 +86,7 @@ class LimitChecker:
 
     def reason(self, job: Job, gpus: int) -> Reason | None:
         """The first limit this job would break by starting now, else None."""
-        reason = self._assoc(job, gpus) or self._qos(job, gpus) or self._array(job)
+        reason = self._assoc(job, gpus) or self._qos(job, gpus) or self.array_reason(job)
         if reason is None and self.quota is not None:
             reason = self.quota.check(job, gpus)
         return reason
@@ -144,7 +144,9 @@ class LimitChecker:
             return Reason.QOS_MAX_JOBS_PER_USER
         return None
 
-    def _array(self, job: Job) -> Reason | None:
+    def array_reason(self, job: Job) -> Reason | None:
+        """JobArrayTaskLimit when the array already runs its %N tasks (Slurm checks
+        it for every pending task, whatever its place in the queue)."""
         spec = job.request.array
         if job.array_job_id is None or spec is None or spec.max_running is None:
             return None

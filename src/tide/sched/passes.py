@@ -94,7 +94,7 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
             _behind(cyc, [pending[j] for j in order[k:]])
             break
         job = pending[i]
-        if blocked and quick_reason(job, cyc.snap.now) is None:
+        if blocked and _cheap_reason(cyc, job) is None:
             names = [job.partition] if job.partition else job.request.partitions
             if all(n in blocked for n in names or [default.name if default else ""]):
                 cyc.decisions.pending[job.id] = _PRIORITY  # behind a blocked job
@@ -120,14 +120,20 @@ def _behind(cyc: Cycle, jobs: list[Job]) -> None:
     """Jobs queued behind blocked partitions: Priority, unless held or
     waiting for their begin time (the cheap reasons; the rest waits for the
     cycle that examines them, as in Slurm)."""
-    now, out = cyc.snap.now, cyc.decisions.pending
+    out = cyc.decisions.pending
     out.update(dict.fromkeys([job.id for job in jobs], _PRIORITY))
     for job in jobs:
         req = job.request
-        if job.held or req.hold or req.begin is not None:
-            reason = quick_reason(job, now)
+        if job.held or req.hold or req.begin is not None or job.array_job_id is not None:
+            reason = _cheap_reason(cyc, job)
             if reason is not None:
                 out[job.id] = PendingInfo(reason)
+
+
+def _cheap_reason(cyc: Cycle, job: Job) -> Reason | None:
+    """The reasons Slurm gives a pending job before its turn: holds, begin time,
+    and an array's running-task limit."""
+    return quick_reason(job, cyc.snap.now) or cyc.limits.array_reason(job)
 
 
 def borrow_pass(cyc: Cycle, blocked: set[str]) -> None:
