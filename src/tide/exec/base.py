@@ -59,6 +59,9 @@ class LaunchSpec:
     qos: str = ""
     array_tasks: tuple[int, ...] = ()  # every task id of the array (SLURM_ARRAY_TASK_COUNT...)
     gpus_per_node: int | None = None  # --gpus-per-node as asked (SLURM_GPUS_PER_NODE)
+    # The OS user the job runs as (tide.exec.identity); "" = the executor's own user
+    # (single-user mode). An executor that cannot become this user refuses the job.
+    os_user: str = ""
 
 
 @dataclass(slots=True, frozen=True)

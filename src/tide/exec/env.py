@@ -71,11 +71,13 @@ def choose_master_port(job_id: int) -> int:
     return PORT_BASE + job_id % PORT_SPAN
 
 
-def _user_base(spec_env: Mapping[str, str], uid: int) -> dict[str, str]:
+def _user_base(spec_env: Mapping[str, str], uid: int, own_identity: bool = False) -> dict[str, str]:
     """The user's exported environment, minus job variables left from elsewhere.
 
     A job submitted from inside another job would otherwise inherit that job's
     SLURM_PROCID, SLURM_STEP_ID, ... and confuse libraries that read them.
+    A job run as its OS user (`own_identity`) gets that user's HOME, USER and
+    LOGNAME whatever the submitting shell had (a token may be used from anywhere).
     """
     env = {
         k: v
@@ -84,9 +86,10 @@ def _user_base(spec_env: Mapping[str, str], uid: int) -> dict[str, str]:
     }
     with contextlib.suppress(KeyError):
         pw = pwd.getpwuid(uid)
-        env.setdefault("HOME", pw.pw_dir)
-        env.setdefault("USER", pw.pw_name)
-        env.setdefault("LOGNAME", pw.pw_name)
+        put = env.__setitem__ if own_identity else env.setdefault
+        put("HOME", pw.pw_dir)
+        put("USER", pw.pw_name)
+        put("LOGNAME", pw.pw_name)
         env.setdefault("SHELL", pw.pw_shell or "/bin/sh")
     env.setdefault("PATH", DEFAULT_PATH)
     return env
@@ -112,7 +115,7 @@ def batch_env(spec: LaunchSpec, ctx: BatchContext) -> dict[str, str]:
     """The batch script's environment (it runs on spec.nodes[0])."""
     first = spec.nodes[0]
     names = [n.node for n in spec.nodes]
-    env = _user_base(spec.env, ctx.uid)
+    env = _user_base(spec.env, ctx.uid, own_identity=bool(spec.os_user))
     env["PATH"] = f"{ctx.bin_dir}:{env['PATH']}" if env["PATH"] else ctx.bin_dir
     env.update(
         {

@@ -6,6 +6,14 @@ controller, so jobs keep running, keep their time limits and record their
 exits while the controller is down; a new LocalExecutor on the same state_dir
 re-adopts them (running) and collects what ended meanwhile (poll).
 
+When the executor runs as root and a job names its OS user (LaunchSpec.os_user),
+the job directory is given to that user and the supervisor starts as that
+user (tide.exec.identity), so the script, srun and every task run as the
+submitter and open their files as the submitter. What the controller then
+reads from the directory is the user's to write: pids are checked against the
+directory's owner, documents are read without following links (tide.exec.jobdir)
+and sweeps kill only the owner's processes.
+
 All state is in <state_dir>/jobs/<job_id>/ (see tide.exec.jobdir). Exits are
 reported at least once: poll() reports each exit once per executor instance,
 and again after a restart until the controller calls forget(job_id), so the
@@ -24,13 +32,18 @@ import threading
 import time
 from pathlib import Path
 
-from tide.exec import jobdir, procs
+from tide.exec import identity, jobdir, procs
 from tide.exec.agent import HEARTBEAT_TIMEOUT, AgentPool, NodeHealth
 from tide.exec.base import Executor, ExitReport, LaunchSpec
-from tide.exec.env import this_host
+from tide.exec.env import DEFAULT_PATH, this_host
 
 _SUPERVISOR_MODULE = "tide.exec.supervisor"
 _START_TIMEOUT = 60.0  # seconds a supervisor may take to fork and record its pid
+_TIDE_DIR = str(Path(__file__).resolve().parents[2])  # holds the tide package
+_SHARED_DIR_MODE = 0o711  # checkpoints/: job users pass through, list nothing
+# What a supervisor started as another user keeps of the controller's environment
+# (the rest may hold the controller's secrets: a database URL, a token).
+_KEPT_ENV = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TIDE_RAY_AGENT")
 
 
 class LocalExecutor(Executor):
@@ -57,11 +70,13 @@ class LocalExecutor(Executor):
         self.state_dir = Path(state_dir).resolve()
         self.jobs_dir = self.state_dir / "jobs"
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoints_dir = self.state_dir / "checkpoints"
         self.kill_wait = kill_wait
         self.step_grace = step_grace
         self.cluster_name = cluster_name
         self.python = python or sys.executable
         self._reported: set[int] = set()
+        self._user_python: str | None = None  # for other users' jobs (_python_for)
         self._spawners: dict[int, subprocess.Popen[bytes]] = {}  # reaped by poll()
         self._lock = threading.Lock()  # the controller may call from several threads
         self.agents = AgentPool(
@@ -74,7 +89,9 @@ class LocalExecutor(Executor):
         return self.jobs_dir / str(job_id)
 
     def supervisor_pid(self, job_id: int) -> int | None:
-        """The pid of the job's supervisor if it is alive and really ours."""
+        """The pid of the job's supervisor if it is alive and really ours: its
+        command line names the job's directory and it runs as the directory's
+        owner (the pid file is the job user's to write)."""
         d = self.job_dir(job_id)
         pid = jobdir.read_pid(d / jobdir.PIDFILE)
         if pid is None or not procs.is_alive(pid):
@@ -83,6 +100,8 @@ class LocalExecutor(Executor):
             argv = procs.cmdline(pid)
             if _SUPERVISOR_MODULE not in argv or str(d) not in argv:
                 return None  # the pid was reused by another process
+            if procs.owner(pid) != _owner(d):
+                return None
         return pid
 
     def _starting(self, job_id: int) -> bool:
@@ -120,17 +139,50 @@ class LocalExecutor(Executor):
     def launch(self, spec: LaunchSpec) -> None:
         if not spec.nodes:
             raise ValueError(f"job {spec.job_id}: LaunchSpec.nodes is empty; give it one node")
+        try:
+            ident = identity.for_job(spec.os_user)
+            python = self._python_for(ident)
+        except identity.IdentityError as e:
+            raise RuntimeError(f"job {spec.job_id}: {e}") from None
         d = self.job_dir(spec.job_id)
         with self._lock:
             if d.exists():
                 if self._live(spec.job_id):
                     raise RuntimeError(f"job {spec.job_id} is already running; cancel it first")
                 shutil.rmtree(d)  # an earlier run of a requeued job; its exit was collected
-            d.mkdir(parents=True)
+            d.mkdir(parents=True, mode=0o700)
+            config = {**self._config(spec), "python": python}
             jobdir.write_json_atomic(d / jobdir.SPEC, jobdir.spec_to_json(spec))
-            jobdir.write_json_atomic(d / jobdir.CONFIG, self._config(spec))
+            jobdir.write_json_atomic(d / jobdir.CONFIG, config)
+            if ident is not None:
+                self._checkpoint_for(Path(str(config["checkpoint_dir"])), ident, spec.job_id)
             self._reported.discard(spec.job_id)
-            self._spawners[spec.job_id] = self._spawn_supervisor(spec.job_id, d)
+            self._spawners[spec.job_id] = self._spawn_supervisor(spec, d, ident, python)
+
+    def _python_for(self, ident: identity.Identity | None) -> str:
+        """This interpreter, or for another user's job one they can run."""
+        if ident is None:
+            return self.python
+        if self._user_python is None:
+            self._user_python = identity.python_for_users(self.python, _TIDE_DIR)
+        return self._user_python
+
+    def _checkpoint_for(self, path: Path, ident: identity.Identity, job_id: int) -> None:
+        """The job's default checkpoint directory, made here and given to its user
+        (checkpoints/ is root's; a requeued run finds its own directory again)."""
+        if path.parent == self.checkpoints_dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.chmod(_SHARED_DIR_MODE)
+        try:
+            path.mkdir(mode=0o700)
+            identity.own(path, ident)
+        except FileExistsError:
+            st = os.lstat(path)
+            if st.st_uid != ident.uid:
+                raise RuntimeError(
+                    f"job {job_id}: its checkpoint directory {path} belongs to uid "
+                    f"{st.st_uid}, not to {ident.name}; remove it"
+                ) from None
 
     def _config(self, spec: LaunchSpec) -> dict[str, object]:
         return {
@@ -142,27 +194,48 @@ class LocalExecutor(Executor):
             "checkpoint_dir": str(self.state_dir / "checkpoints" / str(spec.job_id)),
         }
 
-    def _spawn_supervisor(self, job_id: int, d: Path) -> subprocess.Popen[bytes]:
-        """Start the supervisor without waiting: it forks, records its pid and detaches."""
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[2])
+    def _spawn_supervisor(
+        self, spec: LaunchSpec, d: Path, ident: identity.Identity | None, python: str
+    ) -> subprocess.Popen[bytes]:
+        """Start the supervisor without waiting: it forks, records its pid and detaches.
+        For another OS user the directory becomes theirs and the supervisor starts
+        as them, with an environment that carries nothing of the controller's."""
+        src = _TIDE_DIR
+        extra: dict[str, object] = {}
+        if ident is None:
+            env = dict(os.environ)
+            if "SLURM_UMASK" in spec.env:
+                extra["umask"] = identity.umask_of(spec.env)
+        else:
+            env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+            env.update(
+                PATH=DEFAULT_PATH, HOME=ident.home, USER=ident.name, LOGNAME=ident.name
+            )
+            extra = identity.popen_args(ident, identity.umask_of(spec.env))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
         with open(d / jobdir.LOG, "ab") as log:
             try:
-                return subprocess.Popen(
-                    [self.python, "-m", _SUPERVISOR_MODULE, str(d)],
+                if ident is not None:
+                    for name in os.listdir(d):
+                        identity.own(d / name, ident)
+                    identity.own(d, ident)
+                return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
+                    [python, "-m", _SUPERVISOR_MODULE, str(d)],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
                     cwd=d,
                     env=env,
                     start_new_session=True,
+                    **extra,
                 )
             except OSError as e:
                 shutil.rmtree(d, ignore_errors=True)
+                who = f" as {ident.name}" if ident is not None else ""
                 raise RuntimeError(
-                    f"job {job_id}: cannot start the supervisor with {self.python!r}: "
-                    f"{e.strerror}; check LocalExecutor(python=...)"
+                    f"job {spec.job_id}: cannot start the supervisor{who} with "
+                    f"{python!r}: {e.strerror}; check LocalExecutor(python=...) and "
+                    "that the job's user can reach it and the job directory"
                 ) from None
 
     def set_time_limit(self, job_id: int, seconds: int) -> None:
@@ -170,14 +243,11 @@ class LocalExecutor(Executor):
         update TimeLimit; also a suspended job's limit pushed back on resume)."""
         if seconds <= 0:
             raise ValueError(f"job {job_id}: time limit must be positive, got {seconds}")
-        d = self.job_dir(job_id)
         with self._lock:
             pid = self.supervisor_pid(job_id)
             if pid is None and not self._starting(job_id):
                 raise RuntimeError(f"job {job_id} is not running")
-            jobdir.post_request(d, {"op": "time_limit", "seconds": int(seconds)})
-            if pid is not None:
-                procs.kill_quietly(pid, signal.SIGUSR1)
+            self._ask(job_id, pid, {"op": "time_limit", "seconds": int(seconds)})
 
     def signal(self, job_id: int, sig: int) -> None:
         """Every process of the job gets `sig` (a job still starting gets it once started)."""
@@ -187,11 +257,9 @@ class LocalExecutor(Executor):
         with self._lock:
             pid = self.supervisor_pid(job_id)
             if pid is not None or self._starting(job_id):
-                jobdir.post_request(d, {"op": "signal", "sig": int(sig), "scope": "all"})
-                if pid is not None:
-                    procs.kill_quietly(pid, signal.SIGUSR1)
+                self._ask(job_id, pid, {"op": "signal", "sig": int(sig), "scope": "all"})
                 return
-        procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d)), sig)
+        procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d), _owner(d)), sig)
 
     def cancel(self, job_id: int, grace: float = 30.0) -> None:
         """SIGCONT+SIGTERM, SIGKILL after `grace`; a job still starting never runs."""
@@ -201,9 +269,9 @@ class LocalExecutor(Executor):
         with self._lock:
             pid = self.supervisor_pid(job_id)  # before reading exit.json, as in poll()
             if pid is not None or self._starting(job_id):
-                jobdir.post_request(d, {"op": "cancel", "grace": float(grace)})
-                if pid is not None:
-                    procs.kill_quietly(pid, signal.SIGUSR1)
+                self._ask(
+                    job_id, pid, {"op": "cancel", "grace": float(grace)}, ("cancelled", "cancelled")
+                )
             elif jobdir.read_exit(d) is None and (d / jobdir.SPEC).exists():
                 self._bury(job_id, "cancelled", "cancelled; its supervisor was already gone")
 
@@ -282,14 +350,34 @@ class LocalExecutor(Executor):
     def node_failed(self, job_id: int, node: str, message: str) -> None:
         """The job lost `node`: its processes there die at once, the rest after
         the step grace, and the job ends with reason node_fail."""
-        d = self.job_dir(job_id)
         with self._lock:
             pid = self.supervisor_pid(job_id)
             if pid is None and not self._starting(job_id):
                 return  # poll() reports a dead supervisor as a node failure anyway
-            jobdir.post_request(d, {"op": "node_fail", "node": node, "message": message})
+            request = {"op": "node_fail", "node": node, "message": message}
+            self._ask(job_id, pid, request, ("node_fail", message or f"node {node} failed"))
+
+    def _ask(
+        self,
+        job_id: int,
+        pid: int | None,
+        request: dict[str, object],
+        or_end: tuple[str, str] | None = None,
+    ) -> None:
+        """Post a request for the supervisor and wake it. The job's user owns the
+        folder: if they made it unusable, a request that ends the job (`or_end`:
+        reason, message) ends it here, as root, instead of being lost."""
+        try:
+            jobdir.post_request(self.job_dir(job_id), request)
+        except OSError as e:
+            if or_end is None:
+                raise RuntimeError(f"job {job_id}: cannot reach its supervisor: {e}") from None
             if pid is not None:
-                procs.kill_quietly(pid, signal.SIGUSR1)
+                procs.kill_quietly(pid, signal.SIGKILL)
+            self._bury(job_id, *or_end)
+            return
+        if pid is not None:
+            procs.kill_quietly(pid, signal.SIGUSR1)
 
     def stop_nodes(self) -> None:
         self.agents.stop()
@@ -297,7 +385,8 @@ class LocalExecutor(Executor):
     def _bury(self, job_id: int, reason: str, message: str) -> jobdir.ExitRecord:
         """A job whose supervisor is gone: kill what is left, record the end."""
         d = self.job_dir(job_id)
-        procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d)), signal.SIGKILL)
+        uid = _owner(d)
+        procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d), uid), signal.SIGKILL)
         runtime = jobdir.read_json(d / jobdir.RUNTIME) or {}
         rec = jobdir.ExitRecord(
             job_id=job_id,
@@ -311,3 +400,11 @@ class LocalExecutor(Executor):
         with contextlib.suppress(OSError):
             jobdir.write_json_atomic(d / jobdir.EXIT, rec.to_json())
         return rec
+
+
+def _owner(d: Path) -> int | None:
+    """The uid a job directory belongs to (its job's processes run as it)."""
+    try:
+        return os.lstat(d).st_uid
+    except OSError:
+        return None

@@ -108,11 +108,22 @@ def cmdline(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
-def pids_with_env(key: str, value: str) -> list[int]:
-    """Processes (of this user) whose environment has key=value exactly."""
+def owner(pid: int) -> int | None:
+    """The uid a process runs as (its /proc entry's owner), None if it is gone."""
+    try:
+        return os.stat(f"{_PROC}/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def pids_with_env(key: str, value: str, uid: int | None = None) -> list[int]:
+    """Processes (of this user; of `uid` only, when given) whose environment has
+    key=value exactly. Root sees every user's: `uid` keeps a sweep to the job's."""
     needle = f"{key}={value}".encode()
     found = []
     for pid in process_table():
+        if uid is not None and owner(pid) != uid:
+            continue
         try:
             with open(f"{_PROC}/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")

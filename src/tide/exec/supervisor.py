@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -133,15 +134,20 @@ class Supervisor:
         # A requeued run appends, so the earlier attempts' output is kept.
         mode = "ab" if spec.restart_count > 0 else "wb"
         opened = []
+        which = "stdout"
         try:
+            # Opened as the job's user (the supervisor runs as them): a path they
+            # cannot write fails here, as in Slurm, and nothing else is touched.
             for path in dict.fromkeys((out_path, err_path)):
+                which = "stdout" if path == out_path else "stderr"
                 opened.append(open(path, mode))  # noqa: SIM115 - handed to the child
         except OSError as e:
             for f in opened:
                 f.close()
             raise LaunchFailure(
-                f"cannot open output file {e.filename}: {e.strerror}; create its directory "
-                "or change --output/--error"
+                f"Could not open {which} file {e.filename}: {e.strerror} (as OS user "
+                f"{_me()}); create its directory, make it writable for that user or "
+                "change --output/--error"
             ) from None
         return opened[0], opened[-1]
 
@@ -457,6 +463,13 @@ class Supervisor:
             return
         self.loop()
         self.finish()
+
+
+def _me() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def _signal_name(sig: int) -> str:

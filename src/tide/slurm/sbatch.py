@@ -74,6 +74,9 @@ def submit_body(argv: list[str], wrapped: str | None, remainder: list[str]) -> d
         else:
             raise UsageError("error: no batch script given (sbatch script.sh, or --wrap 'cmd')")
     body["env"] = {k: v for k, v in os.environ.items() if k != "TIDE_TOKEN"}
+    mask = os.umask(0o022)  # reading the umask sets it: set it back at once
+    os.umask(mask)
+    body["env"]["SLURM_UMASK"] = f"{mask:04o}"  # as sbatch: the job creates files with it
     body["cwd"] = os.getcwd()
     return body
 

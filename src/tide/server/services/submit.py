@@ -379,6 +379,8 @@ def _exported_env(export: str, env: dict[str, str]) -> dict[str, str]:
             out[k] = v
         elif p in env:
             out[p] = env[p]
+    if "SLURM_UMASK" in env:  # whatever is exported, the job keeps the submitter's umask
+        out.setdefault("SLURM_UMASK", env["SLURM_UMASK"])
     return out
 
 
