@@ -9,17 +9,16 @@ Long options take "--name=value" or "--name value" (optional values only with
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tide.jobspec.errors import JobSpecError
 from tide.jobspec.options import ALIASES, OPTIONS, SHORT, Arg, OptionSpec, resolve_long
 
 
-@dataclass(slots=True, frozen=True)
-class Occurrence:
+class Occurrence(NamedTuple):
     """One option as written: which option, and its value (None for a flag
-    or an optional value left out)."""
+    or an optional value left out). sbatch's client splits its command line
+    here too, so this module imports neither dataclasses nor difflib."""
 
     option: OptionSpec
     value: str | None
@@ -95,6 +94,8 @@ def _unknown(flag: str, candidates: list[str]) -> JobSpecError:
     if len(candidates) > 1:
         listed = ", ".join(f"--{c}" for c in candidates)
         return JobSpecError(flag, None, f"is ambiguous; did you mean one of {listed}?")
+    import difflib
+
     names = [*OPTIONS, *ALIASES]
     close = difflib.get_close_matches(flag.lstrip("-"), names, n=1)
     hint = f"; did you mean --{close[0]}?" if close and flag.startswith("--") else ""

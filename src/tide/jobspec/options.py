@@ -8,8 +8,8 @@ warning) instead of failing, and so abbreviations resolve as in sbatch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class Arg(StrEnum):
@@ -18,8 +18,10 @@ class Arg(StrEnum):
     OPTIONAL = "optional"  # --nice or --nice=10 (only with '=')
 
 
-@dataclass(slots=True, frozen=True)
-class OptionSpec:
+class OptionSpec(NamedTuple):
+    """One sbatch option (a NamedTuple: sbatch's client splits its command line
+    with this table, and importing dataclasses costs it a fifth of its start)."""
+
     name: str  # long name without dashes
     arg: Arg
     short: str = ""
@@ -134,6 +136,13 @@ ENV_OPTIONS: tuple[tuple[str, str], ...] = (
 ENV_ONLY: dict[str, OptionSpec] = {
     name: OptionSpec(name, Arg.REQUIRED) for name in ("switch-count", "switch-wait")
 }
+
+
+def flag_on(value: str) -> bool:
+    """sbatch's rule for a flag given as an environment variable (SBATCH_WAIT=...):
+    empty, "yes" or a non-zero number sets it; anything else clears it."""
+    v = value.strip()
+    return v == "" or v.lower() == "yes" or (v.lstrip("+-").isdigit() and int(v) != 0)
 
 
 def spec(name: str) -> OptionSpec:

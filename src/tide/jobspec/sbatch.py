@@ -20,7 +20,7 @@ from tide.jobspec.build import build
 from tide.jobspec.errors import JobSpecError
 from tide.jobspec.handlers import apply
 from tide.jobspec.jobrefs import MAX_ARRAY_SIZE
-from tide.jobspec.options import ENV_OPTIONS, Arg, spec
+from tide.jobspec.options import ENV_OPTIONS, Arg, flag_on, spec
 from tide.jobspec.render import to_argv
 from tide.jobspec.script import check_script, directives, wrap_script
 from tide.jobspec.state import Origin, State
@@ -139,11 +139,7 @@ def _apply_env(state: State, env: Mapping[str, str]) -> None:
 
 
 def _env_flag(state: State, name: str, value: str) -> None:
-    """sbatch's rule for flags in the environment: empty, "yes" or a non-zero
-    number sets the flag; anything else clears it."""
-    v = value.strip()
-    on = v == "" or v.lower() == "yes" or (v.lstrip("+-").isdigit() and int(v) != 0)
-    if on:
+    if flag_on(value):
         apply(state, spec(name), None, Origin.ENV)
     elif name in ("requeue", "no-requeue"):
         state.drop("requeue")

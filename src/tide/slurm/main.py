@@ -26,7 +26,7 @@ def main(command: str, argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{command}: {e}\nTry \"{command} --help\" for more information\n")
         return 1
     except ClientError as e:
-        fix = f"\n  fix: {e.fix}" if e.fix else ""
+        fix = f"\n  fix: {e.fix}" if e.fix and e.fix not in e.error else ""  # said once
         sys.stderr.write(f"{command}: error: {e.error}{fix}\n")
         return 1
     except BrokenPipeError:  # `squeue | head`

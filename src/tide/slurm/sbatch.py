@@ -16,6 +16,8 @@ from typing import Any
 
 from tide.client.format import timestamp
 from tide.client.http import Client
+from tide.jobspec.argv import split_argv
+from tide.jobspec.options import flag_on
 from tide.slurm.common import connect_api
 from tide.slurm.opts import UsageError
 
@@ -31,37 +33,44 @@ USAGE = (
 
 
 def run(argv: list[str]) -> int:
-    from tide.jobspec.errors import JobSpecError
-    from tide.jobspec.sbatch import parse_args
-
     if argv[:1] in (["--help"], ["-h"], ["--usage"]):
         sys.stdout.write(USAGE)
         return 0
-    try:
-        parsed = parse_args(argv, time.time(), env=dict(os.environ))
-    except JobSpecError as e:
-        raise UsageError(str(e)) from None
-    options = argv[: len(argv) - len(parsed.remainder)]
-    body = submit_body(argv, parsed.script, list(parsed.remainder))
+    given, remainder, wrap = split(argv)
+    body = submit_body(argv, wrap, remainder)
     with connect_api() as c:
-        if "--test-only" in options:
+        if "test-only" in given:
             return _test_only(c, body)
         res = c.post("/v1/jobs", body)
-        parsable = "--parsable" in options
         for w in res.get("warnings", []):
             sys.stderr.write(f"sbatch: warning: {w}\n")
-        line = str(res["job_id"]) if parsable else f"Submitted batch job {res['job_id']}"
+        line = str(res["job_id"]) if "parsable" in given else f"Submitted batch job {res['job_id']}"
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-        if "--wait" in options or "-W" in options:
+        if "wait" in given or flag_on(os.environ.get("SBATCH_WAIT", "no")):
             return wait(c, res.get("array_job_id") or res["job_id"])
     return 0
+
+
+def split(argv: list[str]) -> tuple[set[str], list[str], str | None]:
+    """(the options given, by name; the script path and its arguments; --wrap's
+    command). The option values are checked by the server, which reads the
+    command line with the script and SBATCH_* variables (one reader, and the
+    client stays cheap to start)."""
+    from tide.jobspec.errors import JobSpecError
+
+    try:
+        found, remainder = split_argv(argv)
+    except JobSpecError as e:
+        raise UsageError(str(e)) from None
+    wraps = [o.value for o in found if o.option.name == "wrap"]
+    return {o.option.name for o in found}, remainder, (wraps[-1] if wraps else None)
 
 
 def submit_body(argv: list[str], wrapped: str | None, remainder: list[str]) -> dict[str, Any]:
     """The POST /v1/jobs body: the command line, the script text, the environment, cwd."""
     body: dict[str, Any] = {"argv": argv}
-    if wrapped is None:
+    if wrapped is None:  # --wrap's command stays in argv: the server builds its script
         if remainder:
             path = remainder[0]
             try:
