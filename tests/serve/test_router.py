@@ -151,6 +151,46 @@ def test_a_gone_replica_costs_a_retry_not_a_request(rig: Rig):
     assert any(e["ejected"] for e in st["endpoints"] if e["id"] == "dead")
 
 
+def test_every_replica_gone_at_once_costs_waiting_not_errors(rig: Rig):
+    """A node failure takes every replica: refused connections never reached a
+    replica, so the request waits (buffer) for a new one instead of failing."""
+    rig.endpoints(dead1=free_port(), dead2=free_port(), dead3=free_port())
+    out: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/w", timeout=30)))
+    t.start()
+    time.sleep(0.6)
+    rig.endpoints(dead1=free_port(), dead2=free_port(), dead3=free_port())  # still none
+    time.sleep(0.3)
+    rig.endpoints(a=rig.ups["a"])  # the replacement is ready
+    t.join()
+    assert out[0].status_code == 200 and out[0].text == "a:", out[0].text
+
+
+def test_a_request_every_replica_drops_ends_after_three_tries(rig: Rig):
+    """A replica that takes the request and drops it may have run it: a request
+    that kills replicas (a query of death) is tried 3 times, then 502."""
+    seen: list[int] = []
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(30)
+
+    def drop_all() -> None:
+        with srv:
+            while len(seen) < 3:
+                conn, _ = srv.accept()
+                with conn:
+                    if conn.recv(65536):
+                        seen.append(1)
+
+    t = threading.Thread(target=drop_all)
+    t.start()
+    port = srv.getsockname()[1]
+    rig.endpoints(d1=port, d2=port, d3=port, d4=port)  # four replicas that all drop it
+    r = httpx.get(rig.url + "/kill", timeout=30)
+    t.join()
+    assert r.status_code == 502 and "closed" in r.json()["error"], r.text
+    assert len(seen) == 3
+
+
 def test_no_replica_buffers_then_503(rig: Rig):
     rig.endpoints()
     t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from loadgen import Load
-from serverproc import wait_for
+from serverproc import job, wait_for
 from svc_support import REPLICA
 
 pytestmark = pytest.mark.slow
@@ -110,3 +110,44 @@ def test_rollout_scale_down_and_a_dead_replica_drop_no_request(served: Any) -> N
         assert failed[0]["reason"].startswith("job "), failed
         assert s["traffic"]["retries"] >= 1  # its requests went to another replica
         c.delete("/v1/services/roll")
+
+
+def test_a_node_failure_under_traffic_drops_no_request(served: Any) -> None:
+    """Every replica on one node; the node fails (its agent is killed): the router
+    holds the requests it cannot place until replacements are ready elsewhere,
+    and each replacement's decision -> ready counts from the failure, not from
+    the service's last scale decision."""
+    with served.client(served.tokens["alice"]) as c, served.client() as op:
+        r = c.post("/v1/services", json={"service": doc("nf", replicas=3),
+                                         "cwd": str(served.work)})  # fmt: skip
+        assert r.status_code == 201, r.text
+        url = r.json()["url"]
+        wait_for("3 ready replicas", lambda: status(c, "nf")["ready"] == 3, 120)
+        nodes = {job(c, x["job_id"])["nodelist"] for x in live(status(c, "nf"))}
+        if len(nodes) != 1:
+            pytest.skip(f"replicas spread over {nodes}: packing should put them on one node")
+        node = nodes.pop()
+        load = Load(url, workers=4, path="/work?ms=100", active=4).start()
+        try:
+            wait_for("some answers", lambda: load.codes()[200] >= 10, 60)
+            failed_at = time.time()
+            r = op.post(f"/v1/nodes/{node}/fail", json={"reason": "test: node lost"})
+            assert r.status_code == 200, r.text
+            wait_for("3 replicas failed",
+                     lambda: sum(x["state"] == "Failed" for x in status(c, "nf")["replicas"])
+                     == 3, 120)  # fmt: skip
+            s = wait_for("3 replacements ready",
+                         lambda: (x := status(c, "nf"))["ready"] == 3 and x, 180)  # fmt: skip
+            answered = load.codes()[200]
+            wait_for("answers after the failure", lambda: load.codes()[200] >= answered + 10, 60)
+        finally:
+            load.stop()
+            op.post(f"/v1/nodes/{node}/resume")
+        assert load.failures() == [], load.failures()[:5]
+        new = [x for x in live(s) if x["state"] == "Ready"]
+        assert all(job(c, x["job_id"])["nodelist"] != node for x in new), new
+        for x in new:  # decided after the failure: the figure is the replacement's own
+            assert x["ready"] - x["ready_after"] >= failed_at - 1, (x, failed_at)
+        failed = [x for x in s["replicas"] if x["state"] == "Failed"]
+        assert all("NODE_FAIL" in x["reason"] for x in failed), failed
+        c.delete("/v1/services/nf")

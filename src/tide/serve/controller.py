@@ -60,6 +60,7 @@ class Runtime:
     submit_blocked_until: float = 0.0
     desired: int = 0  # as of the last tick (metrics)
     counts: dict[str, int] = field(default_factory=dict)  # replicas by state, last tick
+    last_created: float | None = None  # when this controller last created a replica
 
 
 @dataclass(slots=True)
@@ -156,7 +157,8 @@ class ServiceController:
                     self.root, row.name, self.router_host, row.router_port, self.token
                 )  # fmt: skip
                 state = rt.hpa if rt is not None else _load_hpa(row.autoscaler)
-                rt = Runtime(row.name, spec, row.spec, router, hpa=state)
+                created = rt.last_created if rt is not None else None
+                rt = Runtime(row.name, spec, row.spec, router, hpa=state, last_created=created)
                 self.runtimes[row.name] = rt
             return rt
 
@@ -360,10 +362,17 @@ class ServiceController:
         count = int(w.service.get("_create", 0))
         if count <= 0 or now < rt.submit_blocked_until:
             return
-        decided = row.last_scale_time if row.last_scale_time else now
-        decided = w.service.get("last_scale_time", decided)
+        if rt.last_created is None:
+            rt.last_created = max((r.created for r in live), default=0.0)
+        # A replica answers the last scale decision only if none was created since
+        # it; a replacement (its replica failed) or a surge answers now, so its
+        # decision -> ready figure is its own, not the time since the last scale.
+        decided = w.service.get("last_scale_time", row.last_scale_time) or now
+        if decided < rt.last_created:
+            decided = now
         for _ in range(count):
             self._create_one(rt, row, decided, now)
+        rt.last_created = now
 
     def _create_one(self, rt: Runtime, row: ServiceRow, decided: float, now: float) -> None:
         from tide.server.errors import ApiError

@@ -209,6 +209,10 @@ class UpstreamClosed(Exception):
     """The replica refused or dropped the connection before the first response byte."""
 
 
+class UpstreamRefused(UpstreamClosed):
+    """No connection to the replica at all: the request never reached it."""
+
+
 class Exchange:
     """One request on one upstream connection, streaming into the client.
     `callback(ok, error)` runs once: (True, None) answered and the connection
@@ -381,7 +385,7 @@ class UpstreamPool:
         try:
             _, conn = await loop.create_connection(UpstreamProtocol, self.host, self.port)
         except OSError as e:
-            raise UpstreamClosed(f"cannot connect to {self.host}:{self.port}: {e}") from e
+            raise UpstreamRefused(f"cannot connect to {self.host}:{self.port}: {e}") from e
         return conn, True
 
     def put(self, conn: UpstreamProtocol) -> None:

@@ -5,8 +5,10 @@ controller (tide.serve.controller), outliving it like a job's supervisor.
 * Requests go to the ready replica with the fewest in flight
   (tide.sched.serving.routing, the rule the twin uses too).
 * A request whose replica refuses or drops the connection before the first
-  response byte is retried on another replica (at most 3 tries); the replica
-  is left out until the controller's next update or 2 s.
+  response byte is retried on another replica, waiting for one if none is
+  ready (a refused connection never reached the replica and is always tried
+  elsewhere; at most 3 drops); the replica is left out for 2 s or until the
+  controller's next update.
 * With no ready replica (scaling from zero, a rollout gone wrong) requests
   wait up to `buffer` seconds for one, then get 503.
 * Replicas removed by an update get no new requests; their requests in
@@ -46,6 +48,7 @@ from tide.serve.proxy import (
     Request,
     UpstreamClosed,
     UpstreamPool,
+    UpstreamRefused,
     simple_response,
 )
 
@@ -170,8 +173,7 @@ class Router:
                     ep.pool.close()
                 self.endpoints[eid] = Endpoint(eid, host, port, UpstreamPool(host, port))
             else:
-                ep.draining = False
-                ep.ejected_until = 0.0
+                ep.draining = False  # back from draining; an ejection runs its 2 s
         self.generation += 1
         self._signal_ready()
 
@@ -265,14 +267,22 @@ class Router:
             st.inflight -= 1
 
     async def _route(self, req: Request, client: ClientProtocol) -> None:
+        """Try replicas until one answers. A replica that cannot be reached never
+        saw the request: another is tried (waiting for a ready one up to the
+        buffer time, as when scaling from zero), so a node failure that takes
+        every replica at once costs waiting, not errors. A replica that dropped
+        the request may have run it: at most MAX_TRIES such tries, each drop
+        giving the request a fresh buffer time to find a ready replica."""
         deadline = time.monotonic() + self.buffer
         why = "no ready replica"
-        for attempt in range(MAX_TRIES):
+        drops = tries = 0
+        while drops < MAX_TRIES:
             ep = self.pick() or await self._wait_ready(deadline)
             if ep is None:
                 break
-            if attempt:
+            if tries:
                 self.stats.retries += 1
+            tries += 1
             ep.outstanding += 1
             try:
                 ex = await self._exchange(ep, req, client)
@@ -280,6 +290,9 @@ class Router:
                 why = str(e)
                 ep.ejected_until = time.monotonic() + EJECT_SECONDS
                 self._signal_ready()
+                if not isinstance(e, UpstreamRefused):
+                    drops += 1
+                    deadline = time.monotonic() + self.buffer
                 continue
             finally:
                 self._release(ep)
