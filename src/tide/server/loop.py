@@ -43,7 +43,7 @@ from tide.store.models import JOBS
 log = logging.getLogger("tide.server")
 
 USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
-PASS_SHARE = 4.0  # event passes wait at least this many times the last pass's length
+PASS_SHARE = 4.0  # event passes wait at least this many times the last pass's CPU time
 LAUNCH_WORKERS = 4  # jobs launched at once after a pass
 PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
 WATCH_EVERY = 1.0  # seconds between looks at the node agents (DOWN within 10 s)
@@ -92,7 +92,7 @@ class SchedulingLoop:
         self._last_probe = 0.0
         self._last_watch = 0.0
         self._last_share = 0.0
-        self._last_duration = 0.0
+        self._last_cost = 0.0  # CPU seconds of the last pass (this thread's)
         self._wake_at: float | None = None
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
 
@@ -147,10 +147,12 @@ class SchedulingLoop:
                 if self._wake_at is not None and now >= self._wake_at:
                     self._wake_at = None  # the core asked for a pass by now
                     self._dirty = True
-                # at least min_interval between passes, and 4x the last pass's
-                # length: a long pass (a huge queue) never takes more than a fifth
-                # of the process from the API and the submissions
-                gap = max(s.min_interval, PASS_SHARE * self._last_duration)
+                # at least min_interval between passes, and 4x the last pass's CPU
+                # time: a long pass (a huge queue) never takes more than a fifth of
+                # the process from the API and the submissions. CPU, not wall time:
+                # on a loaded machine a cheap pass lasts long, and 4x its wall time
+                # left a burst of submissions pending for seconds
+                gap = max(s.min_interval, PASS_SHARE * self._last_cost)
                 if (self._dirty or due_bf) and now - self._last_cycle >= gap:
                     self._dirty = False
                     self.cycle(backfill=due_bf or self.stats.cycles == 0)
@@ -186,7 +188,7 @@ class SchedulingLoop:
             self._last_cycle = now
             if backfill:
                 self._last_bf = now
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             self._charge_usage(now)
             loaded = load(self.ctl, self.ctl.active, now, backfill)
             t1 = time.perf_counter()
@@ -198,7 +200,7 @@ class SchedulingLoop:
             self._wake_at = wake if wake is not None and wake > now else None
             started = self._apply(loaded, decisions, now)
             t3 = time.perf_counter()
-            self._last_duration = t3 - t0
+            self._last_cost = time.thread_time() - c0
             st = self.stats
             st.cycles += 1
             st.backfill_cycles += int(backfill)
