@@ -237,6 +237,15 @@ sleep {secs}
 """
 
 
+# Runs until its gate file exists, so the test decides when each job ends
+# (a fixed sleep would race the controller's restart on a loaded machine).
+GATED = """#!/bin/bash
+#SBATCH --gpus-per-node=1 -o /dev/null
+echo "$SLURM_JOB_ID $SLURM_RESTART_COUNT" >> {ledger}
+while [ ! -e {gate} ]; do sleep 0.2; done
+"""
+
+
 def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     """200 jobs: 6 running (3 end while the controller is dead, 3 after it is
     back) and 194 queued behind them. kill -9, restart: every job is known, the
@@ -245,20 +254,26 @@ def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
     work = tmp_path / "work"
     work.mkdir()
+    early, late = tmp_path / "end-while-down", tmp_path / "end-after-restart"
     srv = _start(tmp_path)
-    items = [_item(RUN.format(ledger=ledger, secs=3 if i < 3 else 20), work) for i in range(6)]
+    gates = [early] * 3 + [late] * 3
+    items = [_item(GATED.format(ledger=ledger, gate=g), work) for g in gates]
     items += [_item(RUN.format(ledger=ledger, secs=1), work) for _ in range(194)]
     try:
         with srv.client() as c:
             res = c.post("/v1/jobs/batch", json={"jobs": items}).json()["results"]
             ids = [r["job_id"] for r in res]
             assert len(set(ids)) == 200
-            wait_for("6 running", lambda: len(_lines(ledger)) >= 6, 60)
+            wait_for("6 running", lambda: len(_lines(ledger)) >= 6, 120)
+            assert sorted(int(ln.split()[0]) for ln in _lines(ledger)) == sorted(ids[:6])
             supervisors = {j: _supervisor(srv, j) for j in ids[3:6]}
         srv.proc.kill()  # type: ignore[union-attr]  # kill -9
         srv.proc.wait()  # type: ignore[union-attr]
         srv.proc = None
-        time.sleep(5)  # the short jobs end while no controller runs
+        early.touch()  # the first three end while no controller runs
+        jobs_dir = srv.data_dir / "exec" / "jobs"
+        ended = lambda: all((jobs_dir / str(j) / "exit.json").exists() for j in ids[:3])  # noqa: E731
+        wait_for("3 jobs to end while the controller is down", ended, 120)
         srv.start()
         with srv.client() as c:
             jobs = {j["id"]: j for j in c.get("/v1/jobs", params={"all": "true"}).json()["jobs"]}
@@ -267,10 +282,11 @@ def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
                 assert job(c, j)["state"] == "RUNNING"  # re-adopted, same supervisor
                 assert _supervisor(srv, j) == supervisors[j]
             for j in ids[:3]:
-                assert wait_state(c, j, DONE, timeout=30)["state"] == "COMPLETED"
+                assert wait_state(c, j, DONE, timeout=60)["state"] == "COMPLETED"
             for j in ids[6:]:
                 c.delete(f"/v1/jobs/{j}")
-            final = [wait_state(c, j, DONE, timeout=60) for j in ids]
+            late.touch()
+            final = [wait_state(c, j, DONE, timeout=120) for j in ids]
     finally:
         srv.stop()
     assert all(f["state"] in ("COMPLETED", "CANCELLED") for f in final)
@@ -373,3 +389,46 @@ def _tide(srv: ServerProc, *args: str) -> str:
 
 def _final(path: Path) -> list[str]:
     return [ln for ln in path.read_text().splitlines() if ln.startswith("final loss")]
+
+
+def test_a_job_ending_while_the_controller_reconciles_is_collected_not_failed(
+    tmp_path: Path,
+) -> None:
+    """A restarted controller asks the executor who runs and collects the ends:
+    a job that ends between the two must come out COMPLETED, not lost
+    (NODE_FAIL, then a second run). The executor here makes the job end
+    exactly in that window: its running() waits for the end first."""
+    from tide.exec.local import LocalExecutor
+    from tide.server.controller import Controller
+    from tide.server.settings import Settings
+    from tide.store import jobs as jobrepo
+
+    class EndsWhileAsked(LocalExecutor):
+        def running(self) -> set[int]:
+            exit_json = self.job_dir(jid) / "exit.json"
+            wait_for("the job's end", exit_json.exists, 60)
+            return super().running()
+
+    ledger = tmp_path / "ledger"
+    work = tmp_path / "work"
+    work.mkdir()
+    srv = _start(tmp_path)
+    try:
+        with srv.client() as c:
+            jid = submit(c, RUN.format(ledger=ledger, secs=2), work).json()["job_id"]
+            wait_for("the job to run", lambda: _lines(ledger), 60)
+    finally:
+        srv.proc.kill()  # type: ignore[union-attr]  # kill -9
+        srv.proc.wait()  # type: ignore[union-attr]
+    settings = Settings(data_dir=srv.data_dir, cluster_file=tmp_path / "rec.yaml", kill_wait=2)
+    ctl = Controller(settings, executor=EndsWhileAsked(srv.data_dir / "exec", kill_wait=2))
+    ctl.start()  # reconciles
+    try:
+        with ctl.sessions() as s:
+            row = jobrepo.get(s, jid)
+            assert row is not None
+            state, restarts = row.state, row.restarts
+    finally:
+        ctl.stop()
+    assert (state, restarts) == ("COMPLETED", 0)
+    assert _lines(ledger) == [f"{jid} 0"]

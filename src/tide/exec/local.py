@@ -105,21 +105,36 @@ class LocalExecutor(Executor):
         return pid
 
     def _starting(self, job_id: int) -> bool:
-        """Launched, but the supervisor has not reported its pid yet."""
-        d = self.job_dir(job_id)
-        if (d / jobdir.PIDFILE).exists():
-            return False
+        """Launched, but the supervisor has not reported its pid yet: its spawner
+        (which writes the pid file, then exits) still runs. Ask this before reading
+        the pid file: a spawner seen gone has left the file (or failed)."""
         spawner = self._spawners.get(job_id)
         if spawner is not None:
             return spawner.poll() is None
-        try:  # launched by an earlier controller that died before the pid came
+        d = self.job_dir(job_id)
+        if (d / jobdir.PIDFILE).exists():
+            return False
+        # launched by an earlier controller that died before the pid came: the
+        # spawner's own process says so (a loaded machine may take any time to start
+        # it, so no deadline), else, without /proc, the spec's age
+        if procs.HAVE_PROC:
+            return bool(procs.pids_with_args(_SUPERVISOR_MODULE, str(d), uid=_owner(d)))
+        try:
             age = time.time() - (d / jobdir.SPEC).stat().st_mtime
         except OSError:
             return False
         return age < _START_TIMEOUT
 
     def _live(self, job_id: int) -> bool:
-        return self.supervisor_pid(job_id) is not None or self._starting(job_id)
+        # starting first: checked the other way round, a spawner that writes the pid
+        # file and exits between the two looks like a dead supervisor (a false
+        # node failure, and a second run of a job that is running)
+        return self._starting(job_id) or self.supervisor_pid(job_id) is not None
+
+    def _supervisor(self, job_id: int) -> tuple[int | None, bool]:
+        """(the supervisor's pid or None, still starting), asked in _live's order."""
+        starting = self._starting(job_id)
+        return self.supervisor_pid(job_id), starting
 
     def _job_ids(self) -> list[int]:
         try:
@@ -244,8 +259,8 @@ class LocalExecutor(Executor):
         if seconds <= 0:
             raise ValueError(f"job {job_id}: time limit must be positive, got {seconds}")
         with self._lock:
-            pid = self.supervisor_pid(job_id)
-            if pid is None and not self._starting(job_id):
+            pid, starting = self._supervisor(job_id)
+            if pid is None and not starting:
                 raise RuntimeError(f"job {job_id} is not running")
             self._ask(job_id, pid, {"op": "time_limit", "seconds": int(seconds)})
 
@@ -255,8 +270,8 @@ class LocalExecutor(Executor):
         if not d.is_dir():
             return
         with self._lock:
-            pid = self.supervisor_pid(job_id)
-            if pid is not None or self._starting(job_id):
+            pid, starting = self._supervisor(job_id)
+            if pid is not None or starting:
                 self._ask(job_id, pid, {"op": "signal", "sig": int(sig), "scope": "all"})
                 return
         procs.kill_all(procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d), _owner(d)), sig)
@@ -267,8 +282,8 @@ class LocalExecutor(Executor):
         if not d.is_dir():
             return
         with self._lock:
-            pid = self.supervisor_pid(job_id)  # before reading exit.json, as in poll()
-            if pid is not None or self._starting(job_id):
+            pid, starting = self._supervisor(job_id)  # before reading exit.json
+            if pid is not None or starting:
                 self._ask(
                     job_id, pid, {"op": "cancel", "grace": float(grace)}, ("cancelled", "cancelled")
                 )
@@ -351,8 +366,8 @@ class LocalExecutor(Executor):
         """The job lost `node`: its processes there die at once, the rest after
         the step grace, and the job ends with reason node_fail."""
         with self._lock:
-            pid = self.supervisor_pid(job_id)
-            if pid is None and not self._starting(job_id):
+            pid, starting = self._supervisor(job_id)
+            if pid is None and not starting:
                 return  # poll() reports a dead supervisor as a node failure anyway
             request = {"op": "node_fail", "node": node, "message": message}
             self._ask(job_id, pid, request, ("node_fail", message or f"node {node} failed"))

@@ -108,6 +108,19 @@ def cmdline(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
+def pids_with_args(*args: str, uid: int | None = None) -> list[int]:
+    """Live processes (of `uid` only, when given) whose command line holds every
+    one of `args`."""
+    found = []
+    for pid, info in process_table().items():
+        if info.zombie or pid == os.getpid() or (uid is not None and owner(pid) != uid):
+            continue
+        argv = cmdline(pid)
+        if argv and all(a in argv for a in args):
+            found.append(pid)
+    return found
+
+
 def owner(pid: int) -> int | None:
     """The uid a process runs as (its /proc entry's owner), None if it is gone."""
     try:

@@ -305,8 +305,10 @@ def reconcile(ctl: Any) -> None:
     simply waits again: it never ran, so it cannot run twice."""
     if ctl.executor is None:
         return
-    collect_exits(ctl)
+    # who runs, before collecting: a job that ends in between is then collected with
+    # its true end; asked the other way round it looked lost (NODE_FAIL) and ran again
     alive = ctl.executor.running()
+    collect_exits(ctl)
     now = time.time()
     with ctl.sessions() as s:
         live = [r[0] for r in s.execute(select(JobRow.id).where(JobRow.state.in_(LIVE)))]
