@@ -133,6 +133,8 @@ def test_link_matrix_and_describe() -> None:
         ("users:\n- {user: u, account: ghost}\n", "x.yaml:2: user u: account 'ghost' is not"),
         ("users:\n- {user: u, account: root, admin_level: King}\n", "admin_level 'King'"),
         ("name: [unclosed\n", "x.yaml:2: not valid YAML"),
+        ("scheduler:\n  policy: fifo\n", "x.yaml:2: scheduler.policy: Input should be"),
+        ("scheduler:\n  victim_order: age\n", "x.yaml:2: scheduler.victim_order: Input"),
         ("- just a list\n", "x.yaml:1: the file is not a mapping"),
     ],
 )
@@ -190,7 +192,8 @@ def full_cluster() -> LoadedCluster:
         default_queue_depth=5, priority_type="priority/basic", decay_half_life=0, max_age=1,
         favor_small=True, priority_flags=("F",), topology_plugin="topology/block",
         select_type="select/linear", select_type_parameters=(), max_switch_wait=0,
-        preempt_type="preempt/qos", preempt_mode="CANCEL", extra={"K": "v"})
+        preempt_type="preempt/qos", preempt_mode="CANCEL", extra={"K": "v"},
+        policy="tide", victim_order="priority")
     cfg.weights.age, cfg.weights.tres = 3, {"gres/gpu": 1.5}
     lim = Limits(grp_tres={"cpu": 1}, grp_jobs=0, grp_submit_jobs=2, max_jobs=3,
                  max_submit_jobs=4, max_tres_per_job={"node": 2}, max_tres_per_user={"mem": 5},

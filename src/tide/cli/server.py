@@ -21,6 +21,7 @@ server_app = typer.Typer(add_completion=False)
     "server",
     help="Run the controller: REST API, scheduling loop and executor.\n\n"
     "Example: tide server --data-dir ~/.tide --cluster cluster.yaml --port 6817\n\n"
+    "The policy the twin runs: tide server --cluster cluster.yaml --policy tide\n\n"
     "On a Ray cluster (docs/ray.md): tide server --executor ray --ray-address 10.0.0.1:6379",
 )
 def server(
@@ -47,6 +48,13 @@ def server(
         typer.Option(help="--executor ray: the Ray cluster to join, HOST:6379 (default: auto)"),
     ] = "",
     bf_interval: Annotated[int | None, typer.Option(help="seconds between backfill passes")] = None,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="scheduling policy, as in tide sim run: slurm, tide, kueue, volcano or "
+            "k8s-default (default: the cluster's scheduler.policy, else slurm)"
+        ),
+    ] = "",
     enforce_associations: Annotated[
         bool, typer.Option(help="reject jobs of users without an association (Slurm's enforce)")
     ] = False,
@@ -74,6 +82,10 @@ def server(
         raise typer.BadParameter("give at most one of --cluster, --slurm-conf, --demo")
     if executor not in ("local", "ray", "none"):
         raise typer.BadParameter(f"--executor {executor!r}: use local, ray or none")
+    from tide.sched.policies import POLICY_NAMES
+
+    if policy and policy not in POLICY_NAMES:
+        raise typer.BadParameter(f"--policy {policy!r}: use one of {', '.join(POLICY_NAMES)}")
     if ray_address and executor != "ray":
         raise typer.BadParameter("--ray-address needs --executor ray")
     if executor == "ray":
@@ -105,6 +117,7 @@ def server(
         executor=executor,
         ray_address=ray_address,
         bf_interval=bf_interval,
+        policy=policy,
         enforce_associations=enforce_associations,
         prices=prices,
         kill_wait=kill_wait,

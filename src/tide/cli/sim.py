@@ -286,8 +286,12 @@ def _table(runs: list[PolicyRun]) -> Table:
 @replay_options(out=Path("out/sim"))
 def run_cmd(
     policy: Annotated[
-        str, typer.Option(help="k8s-default, volcano, kueue, slurm or tide.")
-    ] = "slurm",
+        str,
+        typer.Option(
+            help="k8s-default, volcano, kueue, slurm or tide (default: the cluster's "
+            "scheduler.policy, else slurm)."
+        ),
+    ] = "",
     *,
     replay: Replay,
 ) -> None:
@@ -300,7 +304,7 @@ def run_cmd(
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
     inputs.mfu = r.mfu
     faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
-    (run,) = _runs(inputs, [policy], r, faults)
+    (run,) = _runs(inputs, [policy or inputs.config.policy], r, faults)
     write_policy_outputs(out, run)
     write_comparison(out, inputs, [run], r.facts(inputs, len(faults)), r.price, r.mfu)
     Console().print(_table([run]))

@@ -211,6 +211,7 @@ def _scheduler(s: SchedulerSpec) -> SchedulerConfig:
     default_type = "sched/builtin" if s.backfill is BackfillMode.NONE else "sched/backfill"
     w = s.weights
     return SchedulerConfig(
+        policy=s.policy, victim_order=s.victim_order,
         scheduler_type=s.scheduler_type or default_type, backfill=s.backfill, order=s.order,
         bf_window=s.bf_window, bf_resolution=s.bf_resolution,
         bf_max_job_test=s.bf_max_job_test, bf_interval=s.bf_interval,

@@ -219,6 +219,10 @@ def _scheduler(s: SchedulerConfig) -> dict[str, Any]:
         "will_run_batches": s.will_run_batches,
         "preempt_type": s.preempt_type, "preempt_mode": s.preempt_mode,
     }
+    if s.policy != "slurm":
+        d["policy"] = s.policy
+    if s.victim_order:
+        d["victim_order"] = s.victim_order
     if s.billing_weights is not None:
         d["billing_weights"] = dict(s.billing_weights)
     if s.epoch:

@@ -7,7 +7,7 @@ reported as warnings by yaml_load, like unknown keys in Slurm files.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -178,6 +178,8 @@ class WeightsSpec(Spec):
 
 
 class SchedulerSpec(Spec):
+    policy: Literal["k8s-default", "volcano", "kueue", "slurm", "tide"] = "slurm"
+    victim_order: Literal["", "lost_work", "priority"] = ""  # "": the policy's default
     scheduler_type: str | None = None  # default follows backfill
     backfill: BackfillMode = BackfillMode.CONSERVATIVE  # tide: none | easy | conservative
     order: QueueOrder = QueueOrder.PRIORITY

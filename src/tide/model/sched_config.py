@@ -34,6 +34,10 @@ class PriorityWeights:
 
 @dataclass(slots=True)
 class SchedulerConfig:
+    # the named policy both the live controller and the twin run (tide.sched.policies)
+    policy: str = "slurm"
+    # preemption victims: "lost_work" or "priority"; "" = the policy's own default
+    victim_order: str = ""
     scheduler_type: str = "sched/backfill"
     backfill: BackfillMode = BackfillMode.CONSERVATIVE
     order: QueueOrder = QueueOrder.PRIORITY

@@ -95,6 +95,8 @@ class Controller:
         self.warnings = src.warnings
         if s.bf_interval is not None:
             self.config = replace(self.config, bf_interval=s.bf_interval)
+        if s.policy:  # tide server --policy: the twin's policy of that name
+            self.config = replace(self.config, policy=s.policy)
         self._bootstrap(src.accounts)
         self.auth = Authenticator(self.sessions, self.secret)
         self.ensure_admin_token()

@@ -32,6 +32,7 @@ from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server import ray_nodes
+from tide.server.schedule import PolicyDriver
 from tide.server.services import faults as jobfaults
 from tide.server.services import lifecycle, nodes, preemption, share_history
 from tide.server.snapshot import Loaded, load
@@ -80,7 +81,8 @@ class SchedulingLoop:
     def __init__(self, ctl: Any, schedule_fn: Any = None) -> None:
         self.ctl = ctl
         self._own_scheduler = schedule_fn is None
-        self._schedule = schedule_fn or _default_schedule(ctl)
+        self.driver: PolicyDriver | None = None if schedule_fn else _driver(ctl)
+        self._schedule = schedule_fn or self.driver
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tide-sched", daemon=True)
@@ -117,7 +119,8 @@ class SchedulingLoop:
         """ctl.cluster gained nodes (tide.server.ray_nodes): a new core index.
         The caller holds cycle_lock, so no pass sees half of the change."""
         if self._own_scheduler:
-            self._schedule = _default_schedule(self.ctl)
+            self.driver = _driver(self.ctl)
+            self._schedule = self.driver
         self.wake()
 
     def _run(self) -> None:
@@ -194,9 +197,11 @@ class SchedulingLoop:
             t1 = time.perf_counter()
             # a job that makes the core raise is left out and held; the rest go on
             decisions, faulty = schedule_isolating(self._schedule, loaded.snapshot)
+            if self.driver is not None:
+                self.driver.keep(loaded.snapshot, decisions)
             self._hold_faulty([*loaded.faults, *faulty], now)
             t2 = time.perf_counter()
-            wake = getattr(decisions, "wake", None)  # a time the core wants another pass
+            wake = decisions.wake  # a time the core wants another pass
             self._wake_at = wake if wake is not None and wake > now else None
             started = self._apply(loaded, decisions, now)
             t3 = time.perf_counter()
@@ -391,21 +396,11 @@ class SchedulingLoop:
             ctl.usage_time = now
 
 
-def _default_schedule(ctl: Any) -> Any:
-    """The core's cycle, or the pooled policy over it when the cluster has pools
-    (tide.sched.serving.pools: replicas first, borrowers within the lent GPUs)."""
-    from tide.sched.index import build_index
-
-    index = build_index(ctl.cluster)
-    pools = getattr(ctl, "pools", None)
-    if pools is not None and pools.pools:
-        from tide.sched.serving.pools import PooledScheduler
-
-        ctl.pooled = PooledScheduler(index, pools)
-        return ctl.pooled.schedule
-    from tide.sched.scheduler import Scheduler
-
-    return Scheduler(index).schedule
+def _driver(ctl: Any) -> PolicyDriver:
+    """Schedule's adapter over the cluster's named policy (tide.server.schedule)."""
+    driver = PolicyDriver(ctl.cluster, ctl.config, ctl.pools)
+    ctl.pooled = driver.pooled
+    return driver
 
 
 def _cpus(snap: Any, alloc: Any) -> int:

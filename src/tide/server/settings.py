@@ -27,6 +27,7 @@ class Settings:
     min_interval: float = 0.2  # sched_min_interval: at most 5 event passes per second
     poll_interval: float = 0.25  # how often the executor is polled for ends
     bf_interval: int | None = None  # override the cluster's bf_interval
+    policy: str = ""  # override the cluster's scheduler.policy (tide.sched.policies)
     enforce_associations: bool = False  # AccountingStorageEnforce=associations
     prices: dict[str, float] = field(default_factory=dict)
 

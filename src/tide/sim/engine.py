@@ -29,7 +29,7 @@ from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.isolate import describe, schedule_isolating
-from tide.sched.policies import Policy, make_policy
+from tide.sched.policies import Policy, policy_for
 from tide.sched.state import Usage
 from tide.sched.types import (
     Allocation,
@@ -111,7 +111,7 @@ class Engine:
         if self.faults:  # failures change node states: work on a copy
             self.cluster = copy.deepcopy(self.cluster)
         self.ix = self.index or build_index(self.cluster)
-        self.policy: Policy = make_policy(self.policy_name, self.ix)
+        self.policy: Policy = policy_for(self.config, self.ix, self.policy_name)
         self.usage = Usage.empty(self.ix)
         self.pending: dict[int, Job] = {}
         self.sims: dict[int, SimJob] = {}

@@ -53,6 +53,8 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
         "partitions": [x.name for x in ctl.cluster.partitions],
         "topology": str(ctl.cluster.topology.kind),
         "scheduler": {
+            "policy": _policy_name(ctl),  # the object the loop runs (tide.server.schedule)
+            "victim_order": cfg.victim_order or "policy default",
             "backfill": str(cfg.backfill),
             "order": str(cfg.order),
             "bf_interval": cfg.bf_interval,
@@ -82,3 +84,8 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
         else None,
         "writer": {"commits": ctl.writer.commits, "jobs": ctl.writer.jobs} if ctl.writer else None,
     }
+
+
+def _policy_name(ctl: Any) -> str:
+    driver = getattr(ctl.loop, "driver", None)
+    return driver.name if driver is not None else ctl.config.policy
