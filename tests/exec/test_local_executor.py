@@ -184,9 +184,9 @@ exit $rc
     t0 = time.monotonic()
     runner.launch(601, script, nodes=[node("node01"), node("node02")])
     report = runner.wait(601)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 40  # SIGKILL after the step grace, not rank 0's 60 s
     out = runner.read("slurm-601.out")
-    assert "srun=3" in out
+    # the gang teardown also ends the script: whether it printed srun=3 first is a race
     assert "node02: task 1: exited with exit code 3" in out
     assert (report.exit_code, report.node) == (3, "node02")
 
