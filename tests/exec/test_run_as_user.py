@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from exec_support import Runner, make_spec
 
-from osusers import need_root, os_group, os_user, shared_dir
-from tide.exec import identity, jobdir
+from osusers import need_root, os_group, os_user, run_as, shared_dir
+from tide.exec import identity, jobdir, procs
 from tide.exec.local import LocalExecutor
 
 
@@ -146,3 +146,32 @@ def test_cancel_ends_a_job_whose_user_broke_its_request_folder(spool: Path) -> N
         r.ex.cancel(5, grace=1)
         rep = r.wait(5, timeout=60)
         assert rep.reason == "cancelled"
+
+
+@pytest.mark.parametrize("how", ["cancel", "time limit"])
+def test_a_job_whose_user_stopped_its_supervisor_still_ends(spool: Path, how: str) -> None:
+    """The supervisor is the user's: SIGSTOP keeps it from ending the job, so the
+    executor does, as root, a backstop after the grace (cancel) or the limit."""
+    with os_user() as u:
+        work = spool / "work"
+        work.mkdir(mode=0o700)
+        identity.own(work, u)
+        r = Runner(LocalExecutor(spool / "state", kill_wait=1.0, backstop=1.0), work)
+        limit = {"time_limit": 3} if how == "time limit" else {}
+        r.launch(6, "#!/bin/sh\nsleep 300\n", os_user=u.name, **limit)
+        deadline = time.monotonic() + 60
+        while (pid := r.ex.supervisor_pid(6)) is None or not (work / "slurm-6.out").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert run_as(u, ["kill", "-STOP", str(pid)]).returncode == 0
+        if how == "cancel":
+            r.ex.cancel(6, grace=1)
+        rep = r.wait(6, timeout=60)
+        assert rep.reason == ("cancelled" if how == "cancel" else "timeout")
+        rec = r.ex.exit_record(6)
+        assert rec is not None and "the executor ended it" in rec.message
+        deadline = time.monotonic() + 30  # SIGKILLed, then reaped by init
+        while left := [p for p in procs.process_table().values()
+                       if procs.owner(p.pid) == u.uid and not p.zombie]:  # fmt: skip
+            assert time.monotonic() < deadline, f"left running: {left}"
+            time.sleep(0.1)

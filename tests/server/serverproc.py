@@ -25,14 +25,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The suite's servers run every tide user's jobs as the test's own OS user (one
+# trust domain): tests submit as alice and bob, who have no OS accounts. The tests
+# of jobs run as their users (tests/server/test_security_users.py) pass
+# per_user=True and make real users.
+SINGLE_USER = ["--single-user", "--any-user"]
+
+
 class ServerProc:
     def __init__(
-        self, data_dir: Path, args: list[str] | None = None, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        per_user: bool = False,
     ) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.args = args or []
+        self.args = [*(args or []), *([] if per_user else SINGLE_USER)]
         self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = data_dir / "server.log"

@@ -71,6 +71,27 @@ def server(
             "(PostgreSQL; like slurmctld's backup controller)"
         ),
     ] = False,
+    single_user: Annotated[
+        bool,
+        typer.Option(
+            help="run every job as this server's OS user, even as root (implied when not "
+            "root); only this user's jobs are accepted unless --any-user"
+        ),
+    ] = False,
+    any_user: Annotated[
+        bool,
+        typer.Option(
+            help="single-user mode: accept every tide user's jobs, all run as this server's "
+            "OS user (one trust domain: a personal machine or tests, not a shared cluster)"
+        ),
+    ] = False,
+    spool_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="job directories (SlurmdSpoolDir); default DATA_DIR/exec, or as root "
+            "/var/spool/tide/NAME-DIGEST, outside the private DATA_DIR"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning")] = "info",
     debug: Annotated[
         bool, typer.Option("--debug", help="show tracebacks of startup errors (also TIDE_DEBUG=1)")
@@ -121,6 +142,9 @@ def server(
         enforce_associations=enforce_associations,
         prices=prices,
         kill_wait=kill_wait,
+        single_user=single_user,
+        any_user=any_user,
+        spool_dir=spool_dir.expanduser() if spool_dir is not None else None,
     )
     source = preflight(settings, debug or os.environ.get("TIDE_DEBUG", "") not in ("", "0"))
     from tide.server.store_lock import StoreBusy
@@ -153,7 +177,9 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
             engine.connect().close()
         finally:
             engine.dispose()
-    except (ConfigError, StoreError, SQLAlchemyError, OSError, ValueError) as e:
+        what = "jobs run as their users"
+        check_job_users(settings)
+    except (ConfigError, StoreError, SQLAlchemyError, OSError, ValueError, RuntimeError) as e:
         if debug:
             raise
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -161,3 +187,31 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
             fail(text, code=2)
         fail(f"{what}: {text}", "check the value, or run with --debug for the traceback", code=2)
     return source
+
+
+def check_job_users(settings: Settings) -> None:
+    """As root (per-user mode) jobs need a spool and a Python every user can reach,
+    and an executor that can run them as their users: RuntimeError says the fix."""
+    from tide.exec import identity
+
+    per_user = identity.is_root() and not settings.single_user
+    if not per_user:
+        return
+    if settings.executor == "ray":
+        raise RuntimeError(
+            "--executor ray cannot run jobs as their users: Ray has no authentication, so "
+            "any job could call the node agents; run the Ray executor as a dedicated "
+            "unprivileged user, or as root with --single-user (docs/security.md)"
+        )
+    if settings.executor != "local":
+        return
+    import sys
+
+    from tide.server.controller import job_spool
+
+    job_spool(settings, per_user)
+    tide_dir = str(Path(identity.__file__).resolve().parents[2])
+    try:
+        identity.python_for_users(sys.executable, tide_dir)
+    except identity.IdentityError as e:
+        raise RuntimeError(str(e)) from None

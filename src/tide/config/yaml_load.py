@@ -106,6 +106,7 @@ class _Builder:
         topology = self._topology(self.spec.topology, config, nodes)
         cluster = Cluster(self.spec.name, nodes, partitions, topology)
         cluster.gpu_peak_tflops = dict(self.spec.gpu_peak_tflops)
+        cluster.user_map = dict(self.spec.user_map)
         accounts = build_accounts(self.spec, self.fail)
         quotas = build_quotas(self.spec.quotas, accounts, self.fail)
         pools = build_pools(self.spec.pools, cluster, self.fail)

@@ -36,6 +36,8 @@ def save_yaml(loaded: LoadedCluster) -> str:
     doc.update(save_pools(loaded.pools))
     if c.gpu_peak_tflops:
         doc["gpu_peak_tflops"] = dict(c.gpu_peak_tflops)
+    if c.user_map:
+        doc["user_map"] = dict(c.user_map)
     return HEADER + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100,
                               allow_unicode=True)
 

@@ -81,6 +81,9 @@ def _word(yes: str, no: str) -> Any:
     return BeforeValidator(conv)
 
 
+# a POSIX user name (useradd's default NAME_REGEX, with capitals and dots allowed)
+_OS_USER = r"^[A-Za-z_][A-Za-z0-9_.-]*[$]?$"
+
 Names = Annotated[list[str], BeforeValidator(_names)]
 Cores = Annotated[tuple[int, ...], BeforeValidator(_cores)]
 Tres = Annotated[dict[str, int], BeforeValidator(_tres)]
@@ -275,3 +278,5 @@ class ClusterSpec(Spec):
     pools: dict[str, Any] | None = None  # serving pools that lend (yaml_pools)
     # GPU type -> peak TFLOPS per GPU, over tide.model.gpu_peaks (MFU's denominator)
     gpu_peak_tflops: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}
+    # tide user -> the OS user its jobs run as (docs/security.md); unmapped: the same name
+    user_map: dict[str, Annotated[str, Field(min_length=1, max_length=64, pattern=_OS_USER)]] = {}

@@ -247,11 +247,17 @@ def post_request(job_dir: Path, request: dict[str, Any]) -> None:
     The controller writes here as root into a directory the job's user owns:
     `requests` is opened without following a link, and the file is new."""
     folder = job_dir / REQUESTS
+    made = False
     with contextlib.suppress(FileExistsError):
         folder.mkdir()
+        made = True
     with open_folder(folder) as fd:
         if fd is None:
             raise OSError(f"{folder} is not a directory")
+        if made:  # the supervisor must be able to take (unlink) requests: its user's
+            owner = os.lstat(job_dir)
+            if owner.st_uid != os.geteuid():
+                os.fchown(fd, owner.st_uid, owner.st_gid)
         name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(2)}.json"
         _write_in(fd, folder, name, _encode(request))
 
@@ -266,7 +272,7 @@ def take_requests(job_dir: Path) -> list[dict[str, Any]]:
     out = []
     for name in names:
         data = read_json(folder / name)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(folder / name)
         if data is not None:
             out.append(data)

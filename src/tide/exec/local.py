@@ -40,6 +40,9 @@ from tide.exec.env import DEFAULT_PATH, this_host
 _SUPERVISOR_MODULE = "tide.exec.supervisor"
 _START_TIMEOUT = 60.0  # seconds a supervisor may take to fork and record its pid
 _TIDE_DIR = str(Path(__file__).resolve().parents[2])  # holds the tide package
+# Seconds past a cancel's grace, or past a time limit and KillWait, after which the
+# executor ends a job itself: its supervisor runs as the job's user, who can stop it.
+BACKSTOP = 30.0
 _SHARED_DIR_MODE = 0o711  # checkpoints/: job users pass through, list nothing
 # What a supervisor started as another user keeps of the controller's environment
 # (the rest may hold the controller's secrets: a database URL, a token).
@@ -54,6 +57,8 @@ class LocalExecutor(Executor):
     step_grace: seconds srun waits after a failed task before SIGKILLing the
         step's other tasks.
     cluster_name: SLURM_CLUSTER_NAME.
+    backstop: seconds past a cancel's grace, or a time limit plus KillWait, after
+        which the executor ends a job its supervisor did not end (enforce()).
     python: interpreter for the supervisor and srun (default: this one).
     """
 
@@ -66,17 +71,23 @@ class LocalExecutor(Executor):
         cluster_name: str = "tide",
         python: str | None = None,
         node_timeout: float | None = None,
+        backstop: float = BACKSTOP,
     ) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.jobs_dir = self.state_dir / "jobs"
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoints_dir = self.state_dir / "checkpoints"
         self.kill_wait = kill_wait
+        self.backstop = backstop
         self.step_grace = step_grace
         self.cluster_name = cluster_name
         self.python = python or sys.executable
         self._reported: set[int] = set()
         self._user_python: str | None = None  # for other users' jobs (_python_for)
+        # job -> (monotonic start, limit s) of jobs launched here, and job -> (when the
+        # executor ends it itself, reason, message): see enforce()
+        self._limits: dict[int, tuple[float, int]] = {}
+        self._deadlines: dict[int, tuple[float, str, str]] = {}
         self._spawners: dict[int, subprocess.Popen[bytes]] = {}  # reaped by poll()
         self._lock = threading.Lock()  # the controller may call from several threads
         self.agents = AgentPool(
@@ -169,9 +180,14 @@ class LocalExecutor(Executor):
             config = {**self._config(spec), "python": python}
             jobdir.write_json_atomic(d / jobdir.SPEC, jobdir.spec_to_json(spec))
             jobdir.write_json_atomic(d / jobdir.CONFIG, config)
+            for sub in (jobdir.REQUESTS, jobdir.STEPS):  # made now, so they become the user's
+                (d / sub).mkdir()
             if ident is not None:
                 self._checkpoint_for(Path(str(config["checkpoint_dir"])), ident, spec.job_id)
             self._reported.discard(spec.job_id)
+            self._deadlines.pop(spec.job_id, None)
+            if spec.time_limit is not None:
+                self._limits[spec.job_id] = (time.monotonic(), int(spec.time_limit))
             self._spawners[spec.job_id] = self._spawn_supervisor(spec, d, ident, python)
 
     def _python_for(self, ident: identity.Identity | None) -> str:
@@ -263,6 +279,8 @@ class LocalExecutor(Executor):
             if pid is None and not starting:
                 raise RuntimeError(f"job {job_id} is not running")
             self._ask(job_id, pid, {"op": "time_limit", "seconds": int(seconds)})
+            if job_id in self._limits:
+                self._limits[job_id] = (self._limits[job_id][0], int(seconds))
 
     def signal(self, job_id: int, sig: int) -> None:
         """Every process of the job gets `sig` (a job still starting gets it once started)."""
@@ -287,11 +305,39 @@ class LocalExecutor(Executor):
                 self._ask(
                     job_id, pid, {"op": "cancel", "grace": float(grace)}, ("cancelled", "cancelled")
                 )
+                when = time.monotonic() + max(0.0, grace) + self.backstop
+                why = "cancelled; the executor ended it (its supervisor did not)"
+                if when < self._deadlines.get(job_id, (when + 1,))[0]:
+                    self._deadlines[job_id] = (when, "cancelled", why)
             elif jobdir.read_exit(d) is None and (d / jobdir.SPEC).exists():
                 self._bury(job_id, "cancelled", "cancelled; its supervisor was already gone")
 
+    def enforce(self) -> None:
+        """End, as the executor, a job whose supervisor did not end it: BACKSTOP
+        seconds past a cancel's grace, or past its time limit and KillWait. The
+        supervisor runs as the job's user, who could stop it (SIGSTOP) to outrun
+        either; for jobs launched by this executor (limits are not read back
+        from a directory the user can write)."""
+        now = time.monotonic()
+        due = dict(self._deadlines)  # cancels
+        for job_id, (start, limit) in self._limits.items():
+            when = start + limit + self.kill_wait + self.backstop
+            if when < due.get(job_id, (when + 1,))[0]:
+                why = f"time limit of {limit} s reached; the executor ended it (not its supervisor)"
+                due[job_id] = (when, "timeout", why)
+        for job_id, (when, reason, message) in due.items():
+            if now < when or job_id in self._reported:
+                continue
+            if jobdir.read_exit(self.job_dir(job_id)) is not None or not self._live(job_id):
+                continue  # ended meanwhile: _ended() reports it
+            pid = self.supervisor_pid(job_id)
+            if pid is not None:
+                procs.kill_quietly(pid, signal.SIGKILL)
+            self._bury(job_id, reason, message)
+
     def poll(self) -> list[ExitReport]:
         with self._lock:
+            self.enforce()
             reports = [r for j in self._job_ids() if (r := self._ended(j)) is not None]
             self._reap_spawners()
         return reports
@@ -313,6 +359,8 @@ class LocalExecutor(Executor):
                 )
                 self._spawners.pop(job_id, None)
         self._reported.add(job_id)
+        self._limits.pop(job_id, None)
+        self._deadlines.pop(job_id, None)
         return rec.to_report()
 
     def running(self) -> set[int]:

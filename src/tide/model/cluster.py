@@ -134,6 +134,8 @@ class Cluster:
     topology: Topology = field(default_factory=Topology)
     # GPU type -> peak TFLOPS, over tide.model.gpu_peaks (the MFU denominator)
     gpu_peak_tflops: dict[str, float] = field(default_factory=dict)
+    # tide user -> OS user its jobs run as (cluster YAML user_map); unmapped: same name
+    user_map: dict[str, str] = field(default_factory=dict)
 
     def node_index(self) -> dict[str, int]:
         return {n.name: i for i, n in enumerate(self.nodes)}

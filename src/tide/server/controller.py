@@ -5,7 +5,6 @@ the submission writer and the scheduling loop. Routers reach it through
 
 from __future__ import annotations
 
-import getpass
 import itertools
 import logging
 import os
@@ -19,12 +18,14 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
+from tide.exec import identity
 from tide.exec.base import Executor
 from tide.model import AccountTree, Cluster, Reservation
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.server import cluster_source
 from tide.server.auth import Authenticator
+from tide.server.job_users import JobUsers
 from tide.server.settings import Settings
 from tide.server.snapshot import ActiveJobs
 from tide.server.writer import SubmitWriter
@@ -78,12 +79,14 @@ class Controller:
         self.active = ActiveJobs()  # the queue as the core sees it (tide.server.snapshot)
         self.started = 0.0
         self.services: Any = None  # the service controller (tide.serve.controller)
+        self.job_users = JobUsers(per_user=False, server_user=identity.current().name)
 
     # --- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        keep_private(s.data_dir)
         self.secret = _secret_key(s.data_dir / "secret.key")
         self.engine, self.sessions = db.open_store(s.database(), schema=s.db_schema)
         event.listen(self.sessions, "after_commit", self._after_commit)
@@ -93,6 +96,7 @@ class Controller:
         self.quotas = src.quotas
         self.pools = src.pools
         self.warnings = src.warnings
+        self.job_users = JobUsers.start(s.single_user, s.any_user, self.cluster.user_map)
         if s.bf_interval is not None:
             self.config = replace(self.config, bf_interval=s.bf_interval)
         if s.policy:  # tide server --policy: the twin's policy of that name
@@ -104,7 +108,7 @@ class Controller:
             from tide.exec.local import LocalExecutor
 
             self.executor = LocalExecutor(
-                s.data_dir / "exec",
+                job_spool(s, self.job_users.per_user),
                 kill_wait=s.kill_wait,
                 cluster_name=self.cluster.name,
                 node_timeout=slurmd_timeout(self.config),
@@ -131,10 +135,11 @@ class Controller:
         self.services.start()
         self.started = time.time()
         log.info(
-            "tide controller up: cluster %s (%s), store %s",
+            "tide controller up: cluster %s (%s), store %s, jobs run %s",
             self.cluster.name,
             self.origin,
             self.engine.url.render_as_string(hide_password=True),
+            "as their users" if self.job_users.per_user else f"as {self.job_users.server_user}",
         )
 
     def stop(self) -> None:
@@ -184,7 +189,7 @@ class Controller:
         """First start: an Administrator for the OS user and its token in
         DATA_DIR/admin.token (0600). A token file whose token still works is kept."""
         path = self.settings.token_file
-        user = getpass.getuser()
+        user = identity.current().name  # not $USER: single-user mode compares OS users
         if path.exists():
             with self.sessions() as ses:
                 if tokrepo.lookup(ses, path.read_text().strip(), time.time()) is not None:
@@ -257,6 +262,43 @@ def slurmd_timeout(config: SchedulerConfig) -> float | None:
         log.warning("SlurmdTimeout=%s is not a number of seconds; using the default", text)
         return None
     return float("inf") if seconds == 0 else max(1.0, seconds)
+
+
+def keep_private(data_dir: Path) -> None:
+    """DATA_DIR holds the admin token, the signing key and SQLite's database: only
+    the controller's user may enter it (0700), whatever mode it was made with."""
+    st = data_dir.stat()
+    if st.st_uid == os.geteuid() and st.st_mode & 0o077:
+        log.warning("%s was open to other users (mode %o); set to 0700", data_dir, st.st_mode)
+        data_dir.chmod(0o700)
+    for name in ("admin.token", "secret.key"):
+        path = data_dir / name
+        if path.exists() and path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+
+
+def job_spool(settings: Settings, per_user: bool) -> Path:
+    """The job spool, made; for jobs run as their users it must lie outside DATA_DIR
+    and be reachable by every user (each job directory inside is its user's)."""
+    spool = settings.spool(per_user)
+    spool.mkdir(parents=True, exist_ok=True, mode=0o711)
+    if not per_user:
+        return spool
+    data = settings.data_dir.resolve()
+    real = spool.resolve()
+    if real == data or data in real.parents:
+        raise RuntimeError(
+            f"--spool-dir {spool} is inside the private data directory {data}; jobs run as "
+            "their users cannot reach it: give a directory elsewhere, e.g. /var/spool/tide"
+        )
+    spool.chmod(0o711)
+    if not identity.open_to_all(str(spool)):
+        raise RuntimeError(
+            f"the job spool {spool} lies under a directory other users cannot enter, so "
+            "jobs cannot run as their users; give --spool-dir a directory every user can "
+            "reach, e.g. /var/spool/tide"
+        )
+    return spool
 
 
 def _secret_key(path: Path) -> bytes:

@@ -31,6 +31,7 @@ def launch_spec(
     cluster: Cluster,
     url: str,
     secret: bytes,
+    os_user: str = "",
 ) -> LaunchSpec:
     ntasks = tasks_per_node(req, len(alloc.nodes))
     nodes = []
@@ -75,6 +76,7 @@ def launch_spec(
         qos=row.qos or "",
         array_tasks=tuple(req.array.task_ids) if req.array is not None else (),
         gpus_per_node=req.gpus_per_node,
+        os_user=os_user,
     )
 
 

@@ -374,7 +374,8 @@ class SchedulingLoop:
             s.expunge(row)
         try:
             spec = launching.launch_spec(
-                row, req, alloc, partition, snap.cluster, ctl.settings.url, ctl.secret
+                row, req, alloc, partition, snap.cluster, ctl.settings.url, ctl.secret,
+                os_user=ctl.job_users.launch_user(row.user),
             )
             if ctl.executor is None:
                 raise RuntimeError("no executor configured (server started with executor=none)")

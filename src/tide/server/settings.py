@@ -30,6 +30,11 @@ class Settings:
     policy: str = ""  # override the cluster's scheduler.policy (tide.sched.policies)
     enforce_associations: bool = False  # AccountingStorageEnforce=associations
     prices: dict[str, float] = field(default_factory=dict)
+    # Who jobs run as (tide.server.job_users, docs/security.md): as root, each as its
+    # user unless single_user; any_user lets a single-user server run anyone's jobs.
+    single_user: bool = False
+    any_user: bool = False
+    spool_dir: Path | None = None  # job directories (SlurmdSpoolDir); None: see spool()
 
     @property
     def url(self) -> str:
@@ -38,6 +43,20 @@ class Settings:
     @property
     def token_file(self) -> Path:
         return self.data_dir / TOKEN_FILE
+
+    def spool(self, per_user: bool) -> Path:
+        """Where job directories live. Single-user: DATA_DIR/exec. Per-user: outside
+        the private DATA_DIR, where job users can reach their own directory, by
+        default /var/spool/tide/<data dir's name>-<digest of its path> (one per store)."""
+        if self.spool_dir is not None:
+            return self.spool_dir
+        if not per_user:
+            return self.data_dir / "exec"
+        import hashlib
+
+        path = str(self.data_dir.resolve())
+        digest = hashlib.sha256(path.encode()).hexdigest()[:8]
+        return Path("/var/spool/tide") / f"{self.data_dir.name.lstrip('.') or 'tide'}-{digest}"
 
     def database(self) -> str:
         from tide.store.db import default_url

@@ -10,6 +10,8 @@ the fix before anything is stored.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -324,22 +326,50 @@ def logs(ctl: Any, who: Principal, name: str, replica: int | None, tail: int) ->
             path = job.stdout_path if job is not None else ""
             if not path and r.job_id:  # the pattern replicas are submitted with
                 path = str(Path(workdir or "/tmp") / rep.output_name(name, r.job_id))
+            uid = _reader_uid(ctl, job.user) if job is not None else _reader_uid(ctl, "")
             out.append({"replica": r.id, "job_id": r.job_id, "path": path,
-                        "lines": _tail(path, tail)})  # fmt: skip
+                        "lines": _tail(path, tail, uid)})  # fmt: skip
     return {"name": name, "replicas": out}
 
 
-def _tail(path: str, n: int) -> list[str]:
+def _reader_uid(ctl: Any, user: str) -> int | None:
+    """When jobs run as their users, the uid a log must belong to (-1: none can);
+    None in single-user mode, where every job's files are the server user's."""
+    users = getattr(ctl, "job_users", None)
+    if users is None or not users.per_user:
+        return None
+    from tide.exec import identity
+
+    try:
+        return identity.lookup(users.os_user(user)).uid if user else -1
+    except identity.IdentityError:
+        return -1
+
+
+def _tail(path: str, n: int, uid: int | None = None) -> list[str]:
+    """The last `n` lines of a replica's log. The server may be root and the path is
+    the job's: no link is followed, a FIFO does not block, and a file that is not
+    the job user's (`uid`) is not shown (it could be anyone's, linked in)."""
     if not path:
         return []
     try:
-        with Path(path).open("rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - 256 * n))
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         return [f"(cannot read {path}: {e.strerror})"]
+    try:
+        st = os.fstat(fd)
+        if uid is not None and st.st_uid != uid:
+            return [f"(cannot read {path}: it does not belong to the job's user)"]
+        if not stat.S_ISREG(st.st_mode):
+            return [f"(cannot read {path}: not a regular file)"]
+        os.lseek(fd, max(0, st.st_size - 256 * n), os.SEEK_SET)
+        data = b""
+        while len(data) < 256 * n and (chunk := os.read(fd, 256 * n - len(data))):
+            data += chunk
+    except OSError as e:
+        return [f"(cannot read {path}: {e.strerror})"]
+    finally:
+        os.close(fd)
     return data.decode(errors="replace").splitlines()[-n:]
 
 

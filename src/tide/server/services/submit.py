@@ -132,6 +132,7 @@ def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
             )
         _check_user_exists(ctl, body.user)
         user = body.user
+    ctl.job_users.check(user)  # an OS account to run as; single-user mode: the server's
     req, script, script_args, warnings = build_request(body, now, ctl.config)
     check_privileges(who, req.priority, req.nice)
     req, account, qos, parts = resolve(ctl, req, user)
@@ -391,6 +392,7 @@ def test_only(ctl: Any, who: Principal, body: SubmitBody) -> dict[str, Any]:
     from tide.model.job import Job
 
     now = time.time()
+    ctl.job_users.check(who.user)
     req, _, _, warnings = build_request(body, now)
     req, account, qos, parts = resolve(ctl, req, who.user)
     feasible.check(ctl.cluster, req, parts, ctl.feasible_cache)
