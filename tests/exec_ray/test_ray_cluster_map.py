@@ -97,7 +97,7 @@ def test_unreachable_ray_address_is_one_clear_line(tmp_path) -> None:  # type: i
 
     pytest.importorskip("ray", reason="the Ray executor needs ray: pip install 'tide[ray]'")
     cmd = [sys.executable, "-m", "tide.server", "--data-dir", str(tmp_path)]
-    cmd += ["--executor", "ray", "--ray-address", "127.0.0.1:1"]
+    cmd += ["--executor", "ray", "--ray-address", "127.0.0.1:1", "--single-user"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     text = " ".join(done.stderr.replace("│", " ").split())  # the error box wraps lines
     assert done.returncode == 2, done.stderr

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,3 +236,14 @@ def test_single_user_mode_takes_only_the_servers_users_jobs(
     assert "single-user mode" in body["error"] and me in body["error"] and "alice" in body["error"]
     assert "--any-user" in body["fix"]
     assert stat.S_IMODE(single.data_dir.stat().st_mode) == 0o700
+
+
+def test_the_ray_executor_refuses_to_run_jobs_as_their_users(tmp_path: Path) -> None:
+    """Ray has no authentication: as root, --executor ray needs --single-user."""
+    need_root()
+    cmd = [sys.executable, "-m", "tide.server", "--data-dir", str(tmp_path), "--executor", "ray"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    text = " ".join(done.stderr.replace("│", " ").split())
+    assert done.returncode == 2, done.stderr
+    assert "Ray has no authentication" in text and "--single-user" in text
+    assert "Traceback" not in text

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from tide.server.cluster_source import ClusterSource
 
 server_app = typer.Typer(add_completion=False)
+_RAY_AS_ROOT = (
+    "--executor ray cannot run jobs as their users: Ray has no authentication, so any "
+    "job could call the node agents; run the Ray executor as a dedicated unprivileged "
+    "user, or as root with --single-user (docs/security.md)"
+)
 
 
 @server_app.command(
@@ -109,6 +114,11 @@ def server(
         raise typer.BadParameter(f"--policy {policy!r}: use one of {', '.join(POLICY_NAMES)}")
     if ray_address and executor != "ray":
         raise typer.BadParameter("--ray-address needs --executor ray")
+    if executor == "ray" and not single_user:
+        from tide.exec.identity import is_root
+
+        if is_root():
+            raise typer.BadParameter(_RAY_AS_ROOT)
     if executor == "ray":
         from tide.exec.ray import require_ray
         from tide.exec.ray.executor import connect
@@ -198,11 +208,7 @@ def check_job_users(settings: Settings) -> None:
     if not per_user:
         return
     if settings.executor == "ray":
-        raise RuntimeError(
-            "--executor ray cannot run jobs as their users: Ray has no authentication, so "
-            "any job could call the node agents; run the Ray executor as a dedicated "
-            "unprivileged user, or as root with --single-user (docs/security.md)"
-        )
+        raise RuntimeError(_RAY_AS_ROOT)
     if settings.executor != "local":
         return
     import sys

@@ -54,6 +54,15 @@ def lookup(name: str) -> Identity:
     return Identity(pw.pw_name, pw.pw_uid, pw.pw_gid, groups, pw.pw_dir, pw.pw_shell or "/bin/sh")
 
 
+def exists(name: str) -> bool:
+    """Is there an OS user `name`? (No group lookup: cheap enough for every submit.)"""
+    try:
+        pwd.getpwnam(name)
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
 def current() -> Identity:
     """The identity this process runs as (effective uid)."""
     uid = os.geteuid()

@@ -53,9 +53,7 @@ class JobUsers:
         """May jobs of tide user `user` be accepted? ApiError with the fix if not."""
         os_user = self.os_user(user)
         if self.per_user:
-            try:
-                identity.lookup(os_user)
-            except identity.IdentityError:
+            if not identity.exists(os_user):
                 mapped = f" (mapped to OS user {os_user!r})" if os_user != user else ""
                 raise bad_request(
                     f"user {user!r}{mapped} has no OS account on this cluster: jobs run as "
@@ -64,7 +62,7 @@ class JobUsers:
                     f"ask an admin to create the account (useradd {os_user}) or to map the "
                     f"tide user to an existing one in the cluster file (user_map: {{{user}: "
                     "OSNAME}})",
-                ) from None
+                )
             return
         if os_user != self.server_user and not self.any_user:
             raise _single_user_refusal(user, self.server_user)
