@@ -273,3 +273,19 @@ def test_cpu_counts_are_cpus_not_cores_as_in_accounting() -> None:
     step = StepInfo(1, tuple(nodes), (2, 2), tuple(nodes), 20042)
     task = task_env({"PATH": "/p"}, step, TaskPlacement(0, 0, 0, (), (0, 1)))
     assert task["SLURM_CPUS_ON_NODE"] == "8"
+
+
+def test_memory_variables_are_the_option_given_as_sbatch_sets_them() -> None:
+    """Slurm 22.05: --mem=64G sets SLURM_MEM_PER_NODE=65536 (an --exclusive job too, though
+    it holds the whole node); --mem-per-cpu sets SLURM_MEM_PER_CPU alone; no memory option
+    sets none (the job may use all of the node's memory)."""
+    nodes = [NodeLaunch("n1", "", (), tuple(range(32)), 512_000, 1)]
+    asked = batch_env(_spec(nodes=nodes, ntasks=1, mem_per_node=65_536), CTX)
+    per_cpu = batch_env(_spec(nodes=nodes, ntasks=1, mem_per_cpu=1_024), CTX)
+    per_gpu = batch_env(_spec(nodes=nodes, ntasks=1, mem_per_gpu=2_048), CTX)
+    none = batch_env(_spec(nodes=nodes, ntasks=1), CTX)
+    mem = ("SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU")
+    assert [asked.get(k) for k in mem] == ["65536", None, None]
+    assert [per_cpu.get(k) for k in mem] == [None, "1024", None]
+    assert [per_gpu.get(k) for k in mem] == [None, None, "2048"]
+    assert [none.get(k) for k in mem] == [None, None, None]

@@ -168,6 +168,25 @@ def test_exclusive_takes_a_whole_idle_node() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kw", "mem"),
+    [
+        ({}, 512_000),  # asked for none: all of it
+        ({"mem_per_node": 65_536}, 65_536),  # --mem=64G: what it asked for, as Slurm
+        ({"mem_per_cpu": 1_024}, 32 * 1_024),  # per CPU, on every CPU of the node
+        ({"mem_per_gpu": 10_000}, 8 * 10_000),  # per GPU, on every GPU of the node
+        ({"mem_per_cpu": 20_000}, 512_000),  # 8 x 20,000 fits; 32 x 20,000: all there is
+    ],
+)
+def test_exclusive_memory_is_what_was_asked_else_the_whole_node(kw, mem) -> None:  # type: ignore[no-untyped-def]
+    """Slurm 22.05 (cons_tres): sbatch --exclusive -c8 --mem=64G holds 64G, not the node's
+    500G; with no memory option it holds all of it."""
+    c = flat_cluster(1)  # 32 CPUs, 8 GPUs, 512,000 MB
+    d = schedule(snapshot(c, [job(1, nodes=1, cpus_per_task=8, exclusive=True, **kw)]))
+    na = d.starts[0].alloc.nodes[0]
+    assert (len(na.cores), na.mem) == (32, mem)
+
+
+@pytest.mark.parametrize(
     ("kw", "want"),
     [
         ({"constraint": "ib"}, [1]),

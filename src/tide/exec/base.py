@@ -59,6 +59,11 @@ class LaunchSpec:
     qos: str = ""
     array_tasks: tuple[int, ...] = ()  # every task id of the array (SLURM_ARRAY_TASK_COUNT...)
     gpus_per_node: int | None = None  # --gpus-per-node as asked (SLURM_GPUS_PER_NODE)
+    # --mem, --mem-per-cpu, --mem-per-gpu as asked, MB (SLURM_MEM_PER_NODE/CPU/GPU: sbatch
+    # sets the one given; an --exclusive job asking for none has all the memory and none set)
+    mem_per_node: int | None = None
+    mem_per_cpu: int | None = None
+    mem_per_gpu: int | None = None
     # The OS user the job runs as (tide.exec.identity); "" = the executor's own user
     # (single-user mode). An executor that cannot become this user refuses the job.
     os_user: str = ""

@@ -140,7 +140,6 @@ def batch_env(spec: LaunchSpec, ctx: BatchContext) -> dict[str, str]:
             "SLURM_JOB_CPUS_PER_NODE": tasks_per_node([n.cpus for n in spec.nodes]),
             "SLURM_CPUS_PER_TASK": str(spec.cpus_per_task),
             "SLURM_CPUS_ON_NODE": str(first.cpus),
-            "SLURM_MEM_PER_NODE": str(first.mem_mb),
             "SLURM_GPUS_ON_NODE": str(len(first.gpus)),
             "SLURM_JOB_GPUS": csv(first.gpus),
             "CUDA_VISIBLE_DEVICES": csv(first.gpus),
@@ -170,6 +169,10 @@ def batch_env(spec: LaunchSpec, ctx: BatchContext) -> dict[str, str]:
         env["SLURM_JOB_QOS"] = spec.qos
     if spec.gpus_per_node is not None:
         env["SLURM_GPUS_PER_NODE"] = str(spec.gpus_per_node)
+    for name, mb in (("NODE", spec.mem_per_node), ("CPU", spec.mem_per_cpu),
+                     ("GPU", spec.mem_per_gpu)):  # fmt: skip
+        if mb is not None:
+            env[f"SLURM_MEM_PER_{name}"] = str(mb)
     if spec.array_task_id is not None:
         env.update(array_env(spec))
     return env

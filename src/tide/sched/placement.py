@@ -272,8 +272,22 @@ def _spread_pick(
 def _node_pick(ix: ClusterIndex, shape: Shape, node: int, gpus: int, cores: int) -> NodePick:
     mem = shape.mem_per_node or shape.mem_per_gpu * gpus
     if shape.exclusive:
-        return NodePick(node, int(ix.gpus[node]), int(ix.cores[node]), int(ix.mem[node]))
+        gpus, cores = int(ix.gpus[node]), int(ix.cores[node])
+        return NodePick(node, gpus, cores, exclusive_mem(ix, shape, node, gpus, cores))
     return NodePick(node, gpus, cores, mem)
+
+
+def exclusive_mem(ix: ClusterIndex, shape: Shape, node: int, gpus: int, cores: int) -> int:
+    """Memory of a whole node given to an --exclusive job, as Slurm's cons_tres:
+    what it asked for, counted on every CPU or GPU it holds (--mem-per-cpu,
+    --mem-per-gpu: sbatch takes one of the three) or per node (--mem); all of the
+    node's memory when it asked for none. Never more than the node has."""
+    have = int(ix.mem[node])
+    if shape.mem_per_cpu:
+        return min(have, shape.mem_per_cpu * cores * int(ix.tpc[node]))
+    if shape.mem_per_gpu:
+        return min(have, shape.mem_per_gpu * gpus)
+    return min(have, shape.mem_per_node) if shape.mem_per_node else have
 
 
 def _min_leaves(ix: ClusterIndex, shape: Shape) -> int:

@@ -33,6 +33,7 @@ class Shape:
     gpu_type: str
     enforce_binding: bool
     time_limit: int  # seconds
+    mem_per_cpu: int = 0  # MB, as asked (an exclusive job gets it for every CPU of its nodes)
 
     @property
     def gpus(self) -> int:
@@ -103,6 +104,7 @@ def shape_of(req: JobRequest, time_limit: int) -> Shape:
         gpu_type=req.gpu_type,
         enforce_binding=req.enforce_binding,
         time_limit=time_limit,
+        mem_per_cpu=req.mem_per_cpu or 0,
     )
 
 

@@ -77,6 +77,9 @@ def launch_spec(
         array_tasks=tuple(req.array.task_ids) if req.array is not None else (),
         gpus_per_node=req.gpus_per_node,
         os_user=os_user,
+        mem_per_node=req.mem_per_node,
+        mem_per_cpu=req.mem_per_cpu,
+        mem_per_gpu=req.mem_per_gpu,
     )
 
 
