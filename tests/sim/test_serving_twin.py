@@ -252,3 +252,20 @@ def test_twin_and_live_controller_decide_alike_from_the_same_measurements():
         d_live, st_live = hpa.decide(spec, st_live, obs_live, now)
         assert (d_twin.desired, d_twin.reason) == (d_live.desired, d_live.reason)
         desired = d_twin.desired
+
+
+def test_unified_replicas_go_before_a_training_backlog():
+    """Pattern 1 (Kubernetes-first): a PriorityClass orders the scheduling queue,
+    so a scale-up's replicas are considered before training jobs queued long
+    before them, and preempt training at once; without it they waited behind
+    the backlog (hours in the week scenario) and preempted nothing."""
+    jobs = borrowers(6, gpus=4) + borrowers(2, gpus=6, first=7)
+    jobs += borrowers(12, gpus=4, first=9)  # a backlog that cannot start before the step
+    sc = step_scenario(jobs, serving=2)
+    st = setup(sc, "unified")
+    f = figures(ServingEngine.for_setup(st).run_serving(st.jobs))
+    svc, tr = f["service"], f["training"]
+    assert tr["preemptions"] >= 1
+    # decision -> ready: the pass, the 30 s grace and the 30 s startup, not the backlog
+    assert svc["ready_after_max"] <= 30.0 + 30.0 + 60.0 + 1e-6, svc
+    assert svc["failed"] == 0

@@ -31,7 +31,7 @@ import numpy as np
 
 from tide.model import Account, AccountTree, Cluster, Gpu, JobRequest, Node, Partition, Qos
 from tide.model.cluster import Switch, Topology, TopologyKind
-from tide.model.sched_config import BackfillMode, SchedulerConfig
+from tide.model.sched_config import BackfillMode, PriorityWeights, SchedulerConfig
 from tide.model.service import Autoscaling, Pool, PoolConfig, ServiceSpec
 from tide.sim.serving.service_sim import ReplicaModel, Slo
 from tide.sim.serving.trace import RequestTrace
@@ -129,7 +129,11 @@ def setup(sc: Scenario, pattern: str) -> PatternSetup:
         cluster.partitions = [Partition("all", names, default=True)]
         accounts.qos["serving"] = Qos("serving", priority=1000, preempt=("train",))
         accounts.qos["train"] = Qos("train", preempt_mode="REQUEUE", grace_time=lend.unified_grace)
-        config = replace(config, preempt_type="preempt/qos", preempt_mode="REQUEUE")
+        # A PriorityClass orders Kubernetes' scheduling queue: replicas go first
+        # (PriorityWeightQOS), else they would wait behind the training backlog
+        # where no pass tests them, and never preempt anything.
+        config = replace(config, preempt_type="preempt/qos", preempt_mode="REQUEUE",
+                         weights=PriorityWeights(qos=100_000))  # fmt: skip
         victim_order = "priority"  # Kubernetes' preemption is not checkpoint-aware
         part_of = _parts(("all",), ("all",))
         svc_partition = "all"
