@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverproc import DATA, ServerProc, submit, wait_state
+from serverproc import DATA, ServerProc, job, submit, wait_state
 
 pytestmark = pytest.mark.slow
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
@@ -37,3 +37,17 @@ def test_the_server_runs_the_policy_named_on_its_command_line(srv: Any) -> None:
         d: Path = srv.work
         jid = submit(c, "#!/bin/bash\n#SBATCH --gpus=1 -t 5\necho ok\n", d).json()["job_id"]
         assert wait_state(c, jid, DONE, timeout=120)["state"] == "COMPLETED"
+
+
+def test_a_begin_time_wakes_the_scheduler(srv: Any) -> None:
+    script = "#!/bin/bash\n#SBATCH --gpus=1 -t 5 --begin=now+4\necho ok\n"
+    with srv.client() as c:
+        jid = submit(c, script, srv.work).json()["job_id"]
+        j = job(c, jid)
+        assert j["state"] == "PENDING"
+        begin = j["request"]["begin"]
+        assert begin is not None, j["request"]
+        j = wait_state(c, jid, {"RUNNING", *DONE}, timeout=120)
+    # the periodic pass is 600 s away: a start this soon came from the core's wake
+    assert begin <= j["start_time"] < begin + 60, (begin, j["start_time"])
+    assert j["phases"]["times"]["eligible"] == pytest.approx(begin)  # eligible since its begin time

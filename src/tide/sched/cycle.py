@@ -12,7 +12,9 @@ A scheduling cycle is a short sequence of public phases over one `Cycle`:
                (`preempt.plan_preemption`); then the quota borrow pass
                (`passes.borrow_pass`);
 4. backfill  - `passes.backfill_pass`: start now what delays no hold, hold
-               the rest at their earliest start (EASY: only the first).
+               the rest at their earliest start (EASY: only the first);
+5. close     - `close_cycle` (here): the decisions, with the next time they
+               can change by time alone (Decisions.wake, tide.sched.wake).
 
 `tide.sched.scheduler.Scheduler` composes them as Slurm does; the other
 policies (tide.sched.policies) compose the same phases differently. Every
@@ -43,6 +45,7 @@ from tide.sched.quota import ledger_for
 from tide.sched.shape import Shape
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, PendingInfo, Reason, Snapshot
+from tide.sched.wake import eligible_since, next_wake
 
 LOST_WORK, PRIORITY_ORDER = "lost_work", "priority"  # victim orders (docs/preemption.md)
 VICTIM_ORDERS = (LOST_WORK, PRIORITY_ORDER)
@@ -198,6 +201,16 @@ def _hold_gpu_count(cyc: Cycle, plan: Plan, gpus: int, start: float, end: float,
         plan.holds.add(p.node, start, end, p.gpus, 0, 0, False, tag)
 
 
+def close_cycle(cyc: Cycle) -> Decisions:
+    """The cycle's decisions, with the earliest time after now at which time
+    alone can change them (begin times, backoffs, --switches waits,
+    reservations, grace ends, exemptions; tide.sched.wake): every policy
+    ends its cycle here, so both drivers know when to run the next one."""
+    d = cyc.decisions
+    d.wake = next_wake(cyc.snap, d)
+    return d
+
+
 # --- readiness: the site's rules, shared by every policy ------------------------------
 
 
@@ -221,7 +234,7 @@ def ready(cyc: Cycle, job: Job) -> JobContext | None:
         cyc.decisions.pending[job.id] = PendingInfo(reason)
         return None
     if job.eligible is None:
-        cyc.decisions.eligible[job.id] = snap.now
+        cyc.decisions.eligible[job.id] = eligible_since(job, snap.now)
     if job.id not in cyc.contexts:
         cyc.contexts[job.id] = context(cyc, job)
     ctx = cyc.contexts[job.id]
@@ -271,6 +284,7 @@ __all__ = [
     "Cycle",
     "CycleMemo",
     "add_reservation_holds",
+    "close_cycle",
     "context",
     "dep_world",
     "open_cycle",

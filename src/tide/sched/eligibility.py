@@ -88,11 +88,18 @@ def build_context(
     ctx = JobContext(job, base.parts, base.eligible, shape, base.reason, base.reservation)
     if ctx.reason is None:
         ctx.reason = limits.static_reason(job, shape)
-    if req.switches is not None:
-        since = job.eligible if job.eligible is not None else snap.now
-        wait = req.switches_wait
-        ctx.switch_deadline = since + (wait if wait is not None else snap.config.max_switch_wait)
+    ctx.switch_deadline = switch_deadline(job, snap.now, snap.config.max_switch_wait)
     return ctx
+
+
+def switch_deadline(job: Job, now: float, max_switch_wait: float) -> float | None:
+    """When --switches stops binding: its wait (or max_switch_wait) after the
+    job became eligible (`now` if it is not yet)."""
+    req = job.request
+    if req.switches is None:
+        return None
+    since = job.eligible if job.eligible is not None else now
+    return since + (req.switches_wait if req.switches_wait is not None else max_switch_wait)
 
 
 def _base_context(

@@ -9,7 +9,7 @@ between cycles; `schedule` is one cycle on a fresh index.
 from __future__ import annotations
 
 from tide.model.sched_config import BackfillMode
-from tide.sched.cycle import LOST_WORK, VICTIM_ORDERS, CycleMemo, open_cycle
+from tide.sched.cycle import LOST_WORK, VICTIM_ORDERS, CycleMemo, close_cycle, open_cycle
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.passes import backfill_pass, main_pass, priorities
 from tide.sched.state import Usage
@@ -35,7 +35,7 @@ class Scheduler:
         mode = snap.config.backfill
         if snap.backfill and mode is not BackfillMode.NONE:
             backfill_pass(cyc, order, easy=mode is BackfillMode.EASY)
-        return cyc.decisions
+        return close_cycle(cyc)
 
 
 def schedule(snap: Snapshot) -> Decisions:

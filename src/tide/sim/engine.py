@@ -268,15 +268,7 @@ class Engine:
         if req.dependency is None and not req.hold and (req.begin is None or req.begin <= t):
             job.eligible = t  # eligible on arrival; otherwise the core says when
             self.results[job.id].eligible = t
-        if req.begin is not None and req.begin > t:
-            self._push(req.begin, WAKE, job.id)
-        if req.switches is not None:  # --switches stops binding after its wait
-            wait = (
-                req.switches_wait
-                if req.switches_wait is not None
-                else (self.config.max_switch_wait)
-            )
-            self._push(t + wait, WAKE, job.id)
+        # begin times and --switches waits: the core says when (Decisions.wake)
         if self._preemptive and self._may_preempt(job):  # it may preempt its way in
             return True
         gpus = req.total_gpus(req.node_range()[0])

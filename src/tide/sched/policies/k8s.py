@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tide.model import Job
-from tide.sched.cycle import Cycle, CycleMemo, open_cycle, ready
+from tide.sched.cycle import Cycle, CycleMemo, close_cycle, open_cycle, ready
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
 from tide.sched.policies.base import Capabilities
@@ -177,7 +177,7 @@ class K8sDefaultPolicy:
             waiting.append(waiting_for(cyc, self.ix, ctx, job.submit, bound))
         bind_round(cyc, self.scorer, waiting)
         _record_priorities(cyc, waiting)
-        return cyc.decisions
+        return close_cycle(cyc)
 
 
 def _record_priorities(cyc: Cycle, waiting: Sequence[Waiting]) -> None:

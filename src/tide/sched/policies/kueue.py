@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tide.model import AccountTree, Job
-from tide.sched.cycle import Cycle, CycleMemo, open_cycle, ready
+from tide.sched.cycle import Cycle, CycleMemo, close_cycle, open_cycle, ready
 from tide.sched.eligibility import JobContext
 from tide.sched.fairshare import sshare_rows
 from tide.sched.index import ClusterIndex
@@ -174,7 +174,7 @@ class KueuePolicy:
         ]
         bind_round(cyc, self.scorer, waiting)
         self._wake(cyc, admitted)
-        return cyc.decisions
+        return close_cycle(cyc)
 
     # -- waitForPodsReady ------------------------------------------------------
 

@@ -30,7 +30,7 @@ import math
 from dataclasses import replace
 
 from tide.model.sched_config import BackfillMode
-from tide.sched.cycle import LOST_WORK, Cycle, CycleMemo, context, open_cycle
+from tide.sched.cycle import LOST_WORK, Cycle, CycleMemo, close_cycle, context, open_cycle
 from tide.sched.index import ClusterIndex
 from tide.sched.passes import backfill_pass, main_pass, priorities
 from tide.sched.policies.base import Capabilities
@@ -87,7 +87,7 @@ class TidePolicy:
             backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
         if predict:
             _promise(cyc)
-        return cyc.decisions
+        return close_cycle(cyc)
 
 
 def _promise(cyc: Cycle) -> None:

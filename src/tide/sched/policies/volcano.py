@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tide.sched.cycle import Cycle, CycleMemo, open_cycle, ready
+from tide.sched.cycle import Cycle, CycleMemo, close_cycle, open_cycle, ready
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
 from tide.sched.policies.base import Capabilities
@@ -75,7 +75,7 @@ class VolcanoPolicy:
             self._allocate(cyc, ctx, failed)
         ctxs = [ctx for _, ctx in jobs]
         preempt_and_reclaim(self.preemption, self.scorer, cyc, ctxs)  # volcano_preempt.py
-        return cyc.decisions
+        return close_cycle(cyc)
 
     def _allocate(self, cyc: Cycle, ctx: JobContext, failed: set[tuple]) -> None:
         """The allocate action for one job: all its pods, or none."""

@@ -1,0 +1,68 @@
+"""When the core's decisions can next change with no job arriving or ending.
+
+Both drivers run a cycle on events (a submission, an end, a node change);
+time alone changes a decision only at these moments, which the core
+reports as Decisions.wake (the earliest one after now):
+
+* a pending job's begin time (--begin; a requeue's backoff is a begin time);
+* a --switches wait running out (the job may then span more leaf switches);
+* an advance reservation starting or ending (its nodes change hands);
+* a preemption victim's grace ending (its kill frees what the preemptor
+  waits for);
+* a running job's PreemptExemptTime ending (it may become a victim) while
+  jobs are pending.
+
+A planned start needs no wake of its own: it is the end of a running job's
+time limit (an end event in both worlds) or one of the times above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tide.model import Job
+from tide.sched.eligibility import switch_deadline
+from tide.sched.preempt_rules import Rules
+from tide.sched.types import Decisions, Snapshot
+
+
+def next_wake(snap: Snapshot, d: Decisions) -> float | None:
+    """The earliest time after snap.now at which a cycle can decide otherwise."""
+    now = snap.now
+    started = {s.job_id for s in d.starts}
+    times: list[float] = []
+    for job in snap.pending:
+        if job.id in started:
+            continue
+        begin = job.request.begin
+        if begin is not None and begin > now:
+            times.append(begin)
+        deadline = switch_deadline(job, now, snap.config.max_switch_wait)
+        if deadline is not None and deadline > now:
+            times.append(deadline)
+    for res in snap.reservations:
+        times.extend(t for t in (res.start, res.end) if t > now)
+    for r in snap.running:
+        if r.job.id in snap.preempting and r.end > now:
+            times.append(r.end)  # the victim's kill time (its grace's end)
+    if snap.pending and snap.config.preempt_type not in ("", "preempt/none"):
+        times.extend(_exempt_ends(snap, Rules.of(snap.config)))
+    if d.wake is not None and d.wake > now:
+        times.append(d.wake)  # the policy's own (Kueue's timeouts)
+    return min(times) if times else None
+
+
+def _exempt_ends(snap: Snapshot, rules: Rules) -> Iterable[float]:
+    for r in snap.running:
+        limit = rules.exempt_time(snap.accounts, r.job)
+        if limit is not None and r.start + limit > snap.now:
+            yield r.start + limit
+
+
+def eligible_since(job: Job, now: float) -> float:
+    """EligibleTime of a job found eligible at `now`: its begin time when that
+    was all it waited for (a backoff too), else now (dependencies, holds)."""
+    begin = job.request.begin
+    if begin is None or begin > now or job.request.dependency is not None:
+        return now
+    return max(begin, job.submit)
