@@ -269,3 +269,29 @@ def test_unified_replicas_go_before_a_training_backlog():
     # decision -> ready: the pass, the 30 s grace and the 30 s startup, not the backlog
     assert svc["ready_after_max"] <= 30.0 + 30.0 + 60.0 + 1e-6, svc
     assert svc["failed"] == 0
+
+
+def test_report_calls_near_equal_objectives_a_tie_and_names_who_misses_it():
+    from tide.sim.serving.report import explain
+
+    def pattern(att: float, useful: float, idle: float, lost: float) -> dict:
+        return {
+            "service": {"slo_attainment": att, "under_replicated_hours": 1.0,
+                        "ready_after_max": 45.0},
+            "training": {"useful_train_gpu_hours": useful, "borrowed_gpu_hours": 0.0,
+                         "lost_gpu_hours": lost, "preemptions": 1},
+            "cluster": {"idle_gpu_hours": idle, "switching_gpu_hours": 0.0,
+                        "wasted_share": (idle + lost) / 1000.0},
+            "cost": {"monthly_cost": 100.0, "meets_slo": att >= 0.99,
+                     "monthly_net_saving": 0.0, "payback_months": None, "investment": 0.0},
+        }  # fmt: skip
+
+    result = {
+        "patterns": {"split": pattern(0.9915, 500, 300, 0), "tidal": pattern(0.9917, 600, 200, 5),
+                     "unified": pattern(0.94, 700, 100, 20)},
+        "prices": {"slo_target": 0.99, "baseline": "split", "gpu_hour": 15.0},
+    }  # fmt: skip
+    text = "\n".join(explain(result))
+    assert "split, tidal tie (within 0.1 point)" in text
+    assert "met (99% of requests) by split, tidal, missed by unified" in text
+    assert "split 30.0%, tidal 20.5%, unified 12.0% of it delivered nothing" in text

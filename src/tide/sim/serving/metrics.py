@@ -20,6 +20,8 @@ Cluster:
   utilization      (serving + training GPU-hours) / capacity GPU-hours
   idle_gpu_hours   capacity - serving - training - switching
   switching_gpu_hours   GPUs of nodes changing sides (bridge)
+  wasted_share     (idle + lost + switching) / capacity: the paid device time
+                   that delivered nothing (seed 000 asks for its share)
   reclaims         borrowers preempted for replicas
 
 Cost (seed 000): paid device time is the whole fleet, whatever it does;
@@ -132,8 +134,14 @@ def cluster_figures(out: ServingOutput) -> dict[str, Any]:
 
 
 def figures(out: ServingOutput) -> dict[str, Any]:
+    train, cluster = training_figures(out), cluster_figures(out)
+    # seed 000: idle, recomputed and switching hours are paid device time; their share
+    # of it is what a pattern wastes of the bill
+    cap = cluster["capacity_gpu_hours"]
+    waste = cluster["idle_gpu_hours"] + train["lost_gpu_hours"] + cluster["switching_gpu_hours"]
+    cluster["wasted_share"] = waste / cap if cap else 0.0
     return {"pattern": out.pattern, "service": service_figures(out),
-            "training": training_figures(out), "cluster": cluster_figures(out)}  # fmt: skip
+            "training": train, "cluster": cluster}  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -66,10 +66,28 @@ def _g(result: dict[str, Any], p: str, section: str, key: str) -> Any:
     return value(result["patterns"][p], section, key)
 
 
+TIE = 0.001  # objective shares closer than 0.1 point: a tie at one run's noise
+
+
 def _service(result: dict[str, Any]) -> str:
     w = best(result, "service", "slo_attainment", "high")
     if not w:
         return ""
+    pats = result["patterns"]
+    target = result.get("prices", {}).get("slo_target", 0.99)
+    att = {p: _g(result, p, "service", "slo_attainment") for p in pats}
+    top = max(att.values())
+    near = [p for p in pats if top - att[p] <= TIE]
+    met = [p for p in pats if att[p] >= target]
+    missed = [p for p in pats if att[p] < target]
+    lead = (
+        f"{', '.join(near)} best"
+        if len(near) == 1
+        else (f"{', '.join(near)} tie (within {100 * TIE:g} point)")
+    )
+    verdict = f"met ({100 * target:g}% of requests) by {', '.join(met) or 'none'}"
+    if missed:
+        verdict += f", missed by {', '.join(missed)}"
     parts = []
     for p in result["patterns"]:
         att = _g(result, p, "service", "slo_attainment")
@@ -83,7 +101,7 @@ def _service(result: dict[str, Any]) -> str:
         "objective; bridge waits for lent nodes to drain and switch; unified competes with "
         "training for every GPU and preempts one blocked replica's victims at a time."
     )
-    return f"**Service objective**: {', '.join(w)} best. " + "; ".join(parts) + ". " + why
+    return f"**Service objective**: {lead}; {verdict}. " + "; ".join(parts) + ". " + why
 
 
 def _training(result: dict[str, Any]) -> str:
@@ -146,5 +164,8 @@ def _cost(result: dict[str, Any]) -> str:
     return (f"**Cost** (seed 000: net saving = baseline's monthly cost - candidate's; payback "
             f"= one-time investment / net saving; {prices['gpu_hour']:g} per GPU-hour): "
             f"{', '.join(w)} cheapest. " + "; ".join(parts) + ". Every pattern pays the same "
-            "fleet; idle, recomputed and switching hours are inside that bill, and a pattern "
-            "that trains less rents the shortfall to reach the same output.")  # fmt: skip
+            "fleet; idle, recomputed and switching hours are inside that bill ("
+            + ", ".join(f"{p} {100 * _g(result, p, 'cluster', 'wasted_share'):.1f}%"
+                        for p in pats)
+            + " of it delivered nothing), and a pattern that trains less rents the shortfall "
+            "to reach the same output.")  # fmt: skip

@@ -28,6 +28,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("GPU utilization (%)", "cluster", "utilization", "pct", "high"),
     ("idle GPU-h (paid, unused)", "cluster", "idle_gpu_hours", "f0", "low"),
     ("switching gaps (GPU-h)", "cluster", "switching_gpu_hours", "f1", "low"),
+    ("idle + lost + switching (% of paid GPU-h)", "cluster", "wasted_share", "pct", "low"),
     ("monthly cost", "cost", "monthly_cost", "money", "low"),
     ("monthly net saving vs baseline", "cost", "monthly_net_saving", "money", "high"),
     ("payback (months)", "cost", "payback_months", "months", "low"),
