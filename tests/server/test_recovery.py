@@ -5,6 +5,7 @@ and a kill -9 of the controller with 200 jobs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -176,6 +177,79 @@ def test_stalled_agent_marks_its_node_down(rec: ServerProc) -> None:
     with rec.client() as c:
         c.post("/v1/nodes/n3/resume").raise_for_status()
         assert _node_state(c, "n3")["state"] == "IDLE"
+
+
+# Attempt 0 writes 'alive' lines until it dies; attempt 1 ends at once.
+HUNG = """#!/bin/bash
+#SBATCH --gpus-per-node=2 --requeue -o /dev/null
+echo "$SLURM_RESTART_COUNT start $SLURMD_NODENAME" >> {ledger}
+[ "$SLURM_RESTART_COUNT" -gt 0 ] && exit 0
+while :; do echo "$SLURM_RESTART_COUNT alive" >> {ledger}; sleep 0.2; done
+"""
+
+
+def _job_pids(job_dir: Path) -> list[int]:
+    """The processes whose environment names this job folder."""
+    needle = f"TIDE_JOB_DIR={job_dir}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.append(int(name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_a_hung_node_is_fenced_before_its_job_runs_again(rec: ServerProc) -> None:
+    """A node that hangs (its agent, the job's supervisor and processes all stopped,
+    as on a frozen machine) is declared failed after SlurmdTimeout and fenced: its
+    agent and the job's processes there are killed before the job is requeued, so
+    the job never runs twice at once; the node stays DOWN when it wakes, and a
+    process of the old run still placed on it dies when it is resumed."""
+    ledger = rec.work / "hung-ledger"  # type: ignore[attr-defined]
+    exec_dir = rec.data_dir / "exec"
+    with rec.client() as c:
+        for n in ("n1", "n2", "n3"):
+            wait_for(f"{n} up", lambda n=n: _node_state(c, n)["state"] == "IDLE", 30)
+        jid = submit(c, HUNG.format(ledger=ledger), rec.work).json()["job_id"]  # type: ignore[attr-defined]
+        node = _expand(wait_state(c, jid, {"RUNNING"})["nodelist"])[0]
+        wait_for("attempt 0 alive", lambda: "0 alive" in _lines(ledger), 60)
+        job_dir = exec_dir / "jobs" / str(jid)
+        supervisor = _supervisor(rec, jid)
+        agent = int((exec_dir / "nodes" / node / "agent.pid").read_text())
+        frozen = [supervisor, *_job_pids(job_dir), agent]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            wait_for("attempt 1", lambda: "1 start" in " ".join(_lines(ledger)), 90)
+            running = [p for p in frozen if _alive(p)]  # when the job runs again
+        finally:
+            for pid in frozen:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        j = wait_state(c, jid, DONE, timeout=60)
+        n = _node_state(c, node)
+        assert running == [], "processes of the first run outlived the requeue"
+        assert j["state"] == "COMPLETED" and j["restarts"] == 1, j
+        assert j["attempts"][0]["state"] == "NODE_FAIL"
+        assert n["state"] == "DOWN" and "fenced" in n["reason"], n
+        # a leftover of the first run still placed on the node dies before it takes work
+        stray_env = {"SLURMD_NODENAME": node, "TIDE_JOB_DIR": str(job_dir),
+                     "SLURM_RESTART_COUNT": "0", "PATH": os.environ["PATH"]}  # fmt: skip
+        stray = subprocess.Popen(["sleep", "300"], env=stray_env)
+        try:
+            c.post(f"/v1/nodes/{node}/resume").raise_for_status()
+            assert wait_for("the stray to die", lambda: stray.poll() is not None, 10) is True
+        finally:
+            stray.kill()
+            stray.wait()
+        wait_for(f"{node} back", lambda: _node_state(c, node)["state"] == "IDLE", 15)
+    lines = _lines(ledger)
+    assert lines.index(f"1 start {_expand(j['nodelist'])[0]}") > max(
+        i for i, ln in enumerate(lines) if ln == "0 alive"
+    )
 
 
 def _expand(nodelist: str) -> list[str]:

@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from tide.exec import identity, jobdir, procs
+from tide.exec import fence, identity, jobdir, procs
 from tide.exec.agent import HEARTBEAT_TIMEOUT, AgentPool, NodeHealth
 from tide.exec.base import Executor, ExitReport, LaunchSpec
 from tide.exec.env import DEFAULT_PATH, this_host
@@ -408,7 +408,39 @@ class LocalExecutor(Executor):
         return self.agents.fail(name)
 
     def resume_node(self, name: str) -> None:
+        """A node back in service: first every job process still placed on it that
+        no running job owns dies (tide.exec.fence), then it gets an agent."""
+        fence.clean(name, self.jobs_dir, self._attempt_on)
         self.agents.resume(name)
+
+    def fence_node(self, name: str) -> list[int]:
+        """Power a failed node off before its jobs are failed (tide.exec.fence): its
+        agent, the job processes placed on it and, stopped with it, the supervisor
+        of a job whose batch shell ran there. Returns the job pids killed."""
+        killed = fence.power_off(name, self.jobs_dir, self.agents.pid(name))
+        with self._lock:
+            for job_id in self._job_ids():
+                pid = self.supervisor_pid(job_id)
+                if pid is not None and procs.stopped(pid) and self._nodes_of(job_id)[:1] == [name]:
+                    procs.kill_quietly(pid, signal.SIGKILL)  # poll() then buries the job
+                    killed.append(pid)
+        return killed
+
+    def _nodes_of(self, job_id: int) -> list[str]:
+        """The job's nodes, batch node first, from its launch spec ([] if unreadable)."""
+        try:
+            return [n.node for n in jobdir.load_spec(self.job_dir(job_id)).nodes]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def _attempt_on(self, job_id: int, node: str) -> int | None:
+        """The attempt of `job_id` running on `node` now, or None."""
+        if not self._live(job_id) or node not in self._nodes_of(job_id):
+            return None
+        try:
+            return jobdir.load_spec(self.job_dir(job_id)).restart_count
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def node_failed(self, job_id: int, node: str, message: str) -> None:
         """The job lost `node`: its processes there die at once, the rest after

@@ -83,6 +83,12 @@ def job_processes(root: int, table: dict[int, ProcInfo]) -> list[ProcInfo]:
     return [table[pid] for pid in sorted(found) if not table[pid].zombie]
 
 
+def stopped(pid: int) -> bool:
+    """True when `pid` is stopped (SIGSTOP, or traced)."""
+    info = proc_info(pid)
+    return info is not None and info.state in ("T", "t")
+
+
 def is_alive(pid: int) -> bool:
     """True when `pid` exists and is not a zombie."""
     info = proc_info(pid)
@@ -127,6 +133,22 @@ def owner(pid: int) -> int | None:
         return os.stat(f"{_PROC}/{pid}").st_uid
     except OSError:
         return None
+
+
+def environ(pid: int, keys: Iterable[str]) -> dict[str, str]:
+    """The values of `keys` in a process's environment ({} if unreadable or gone)."""
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    wanted = {k.encode() + b"=": k for k in keys}
+    out = {}
+    for item in raw.split(b"\0"):
+        for prefix, key in wanted.items():
+            if item.startswith(prefix):
+                out[key] = item[len(prefix) :].decode(errors="replace")
+    return out
 
 
 def pids_with_env(key: str, value: str, uid: int | None = None) -> list[int]:

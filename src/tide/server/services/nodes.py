@@ -153,7 +153,8 @@ def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> 
             )
         for name in wanted:
             fail(name)
-        mark_down(ctl, wanted, reason or "failed (tide node fail)", who.user)
+            reason_n = (reason or "failed (tide node fail)") + _fence(ctl, name)
+            mark_down(ctl, [name], reason_n, who.user)
     else:
         if state == "IDLE" and hasattr(ctl.executor, "resume_node"):
             for name in wanted:  # a new agent first, or the watcher sees none and fails it
@@ -231,6 +232,17 @@ def _fail_jobs_on(ctl: Any, names: set[str], reason: str, actor: str) -> None:
         _stop_for_node(ctl, job_id, node, f"node {node} failed: {reason}")
 
 
+def _fence(ctl: Any, name: str) -> str:
+    """Power a failed node off before its jobs are failed and requeued, so none runs
+    twice because the node was only slow (tide.exec.fence); words for the reason."""
+    fence = getattr(ctl.executor, "fence_node", None)
+    if fence is None:
+        return ""
+    killed = fence(name)
+    log.warning("node %s fenced: its agent and %d job processes killed", name, len(killed))
+    return f"; fenced ({len(killed)} job processes killed)" if killed else "; fenced"
+
+
 def _stop_for_node(ctl: Any, job_id: int, node: str, message: str) -> None:
     ex = ctl.executor
     if ex is None:
@@ -285,7 +297,7 @@ def watch(ctl: Any) -> None:
         h = health(n.name)
         if not h.alive:
             log.warning("node %s is not responding: %s", n.name, h.why)
-            mark_down(ctl, [n.name], f"not responding: {h.why}", "tide")
+            mark_down(ctl, [n.name], f"not responding: {h.why}{_fence(ctl, n.name)}", "tide")
         elif h.failed_check is not None and admin != "DRAIN":
             log.warning("node %s failed its health check: %s", n.name, h.failed_check)
             _store_state(ctl, [n.name], "DRAIN", f"health check: {h.failed_check}", "tide")
