@@ -37,6 +37,7 @@ from sqlalchemy import or_, select, update
 
 from tide.model import JobState
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Preemption, Running
+from tide.server.services import lifecycle
 from tide.server.services.lifecycle import PREEMPT, REQUEUE
 from tide.server.services.recovery import PREEMPT_ACTOR as ACTOR
 from tide.store import jobs as jobrepo
@@ -239,8 +240,16 @@ def tick(ctl: Any, now: float) -> bool:
     is done, return parked victims to the queue. True when something changed."""
     with ctl.sessions() as s:
         marks = read_phases(s)
-        if not marks:
-            return False
+    if not marks:
+        return False
+    if any(k.phase == GRACE and (k.kill_at or 0.0) <= now for k in marks.values()):
+        # a victim whose grace is over may have left on its signal a moment ago:
+        # its end is collected first, so it is not recorded as killed (with its
+        # lost work counted up to now) when it left within its grace
+        lifecycle.collect_exits(ctl)
+        with ctl.sessions() as s:
+            marks = read_phases(s)
+    with ctl.sessions() as s:
         wanted = {k.preemptor for k in marks.values()}
         stmt = select(JobRow.id, JobRow.state).where(JobRow.id.in_(wanted))
         states = {jid: state for jid, state in s.execute(stmt)}
