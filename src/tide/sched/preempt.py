@@ -9,11 +9,14 @@ then GPU and core choice per node) must succeed there. A SUSPEND victim
 frees only its cores (its GPUs and memory stay held, as Slurm documents).
 
 Victim order (Cycle.victim_order, a policy option):
-- "lost_work" (tide): add candidates cheapest first (GPU-seconds since their
-  last checkpoint; ties: lower priority, younger, id) until the job fits,
-  then drop every victim not needed (most expensive first). Done over the
-  whole cluster and within every switch subtree that could hold the job, the
-  cheapest sufficient set wins (ties: fewer victims, lower priority, younger).
+- "lost_work" (tide): the sufficient set that loses the least work
+  (GPU-seconds since the victims' last checkpoints; ties: fewer victims,
+  lower priority, younger; `set_key`), on every topology. With at most
+  EXACT_MAX candidates the search is exact (branch and bound over the sets,
+  cheapest first); beyond that it is greedy (cheapest first until the job
+  fits, then every victim not needed dropped, most expensive first) over the
+  whole cluster and within every node, leaf switch, switch subtree or block
+  that could hold the job, and the best of those sets wins.
 - "priority" (Slurm's preempt plugins): lowest priority first, youngest first
   among equals, until the job fits; only victims on the chosen nodes go.
 Victims already told to go (Snapshot.preempting) are never chosen again;
@@ -47,7 +50,8 @@ from tide.sched.types import (
     Running,
 )
 
-MAX_GROUPS = 64  # switch subtrees searched per preemptor (largest potential first)
+MAX_GROUPS = 64  # nodes and switch subtrees searched per preemptor (largest potential first)
+EXACT_MAX = 10  # candidates up to which the least-lost-work set is found exactly
 
 
 @dataclass(slots=True)
@@ -184,23 +188,68 @@ def set_key(victims: list[Candidate]) -> tuple:
 
 def search(trial: Trial, cands: list[Candidate], mask: np.ndarray, lost_work: bool,
            local: bool = True) -> list[Candidate] | None:  # fmt: skip
-    """The best victim set over the whole mask and, for lost_work, within every
-    switch subtree (so cheap victims scattered over the tree do not win over
-    a set that frees one leaf); None when no set suffices."""
+    """The best victim set; None when no set suffices. Priority order: Slurm's
+    greedy choice. Lost work: exact for few candidates, else the best greedy
+    set over the whole mask and within every node, leaf, subtree or block
+    (cheap victims scattered over the cluster do not win over a set that
+    frees one place)."""
+    if not lost_work:
+        return choose(trial, cands, mask, lost_work)
+    if len(cands) <= EXACT_MAX:
+        return exact(trial, cands, mask)
     best = choose(trial, cands, mask, lost_work)
-    if not lost_work or best is None or trial.ix.n_leaves <= 1:
-        return best
+    if best is None:
+        return None
     for group in _groups(trial, cands, mask):
         inside = [c for c in cands if not local or group[list(c.run.alloc.node_indices)].any()]
-        got = choose(trial, inside, group, lost_work)
+        got = exact(trial, inside, group) if len(inside) <= EXACT_MAX else choose(
+            trial, inside, group, lost_work)  # fmt: skip
         if got is not None and set_key(got) < set_key(best):
             best = got
     return best
 
 
+def exact(trial: Trial, cands: list[Candidate], mask: np.ndarray) -> list[Candidate] | None:
+    """The sufficient set with the least `set_key` (branch and bound: sets are
+    grown cheapest first, a set that fits is not grown further, a set that
+    already costs more than the best is dropped; a GPU count short of the
+    job's is rejected before the placement is tried). Leaves the trial as found."""
+    order = sorted(cands, key=cost_key)
+    need = trial.ctx.shape.gpus
+    free = int(trial.usage.free_gpus[mask & trial.usage.usable].sum())
+    gives = [sum(len(na.gpus) for na in c.freed().nodes if mask[na.node]) for c in order]
+    rest = [sum(gives[i:]) for i in range(len(order) + 1)]  # GPUs the tail can still add
+    best: list[Candidate] | None = None
+    best_key: tuple | None = None
+    chosen: list[Candidate] = []
+
+    def grow(i: int, cost: float, gpus: int) -> None:
+        nonlocal best, best_key
+        if best_key is not None and round(cost, 6) > best_key[0]:
+            return
+        if gpus >= need and trial.fits(mask):
+            key = set_key(chosen)
+            if best_key is None or key < best_key:
+                best, best_key = list(chosen), key
+            return  # a bigger set loses at least as much, with more victims
+        if i == len(order) or gpus + rest[i] < need:
+            return
+        c = order[i]
+        trial.release(c)
+        chosen.append(c)
+        grow(i + 1, cost + c.cost, gpus + gives[i])
+        chosen.pop()
+        trial.restore(c)
+        grow(i + 1, cost, gpus)
+
+    grow(0, 0.0, free)
+    return best
+
+
 def _groups(trial: Trial, cands: list[Candidate], mask: np.ndarray) -> list[np.ndarray]:
-    """Node masks of the leaves and switches that could hold the job after
-    preemption, by the GPUs they could offer (most first), at most MAX_GROUPS."""
+    """Node masks of the nodes, leaves and switches (or blocks) that could hold
+    the job after preemption, by the GPUs they could offer (most first), at
+    most MAX_GROUPS."""
     ix = trial.ix
     potential = np.where(mask, trial.usage.free_gpus, 0).astype(np.int64)
     for c in cands:
@@ -209,9 +258,13 @@ def _groups(trial: Trial, cands: list[Candidate], mask: np.ndarray) -> list[np.n
                 if mask[na.node]:
                     potential[na.node] += len(na.gpus)
     need = trial.ctx.shape.gpus
-    per_leaf = np.bincount(ix.leaf_of, weights=potential, minlength=ix.n_leaves)
     out: list[tuple[float, int, np.ndarray]] = []
-    for leaf in np.flatnonzero(per_leaf >= need):
+    for node in np.flatnonzero(potential >= need):  # one node: flat clusters too
+        one = np.zeros_like(mask)
+        one[node] = True
+        out.append((-potential[node], len(out), one))
+    per_leaf = np.bincount(ix.leaf_of, weights=potential, minlength=ix.n_leaves)
+    for leaf in np.flatnonzero(per_leaf >= need) if ix.n_leaves > 1 else ():
         out.append((-per_leaf[leaf], len(out), mask & (ix.leaf_of == leaf)))
     for level in ix.levels:
         per_switch = np.bincount(level, weights=per_leaf)
