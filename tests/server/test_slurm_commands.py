@@ -44,13 +44,16 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     s.stop()
 
 
-def slurm(srv: ServerProc, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TIDE_URL": srv.url, "TIDE_TOKEN": srv.admin_token}
+def slurm(
+    srv: ServerProc, *argv: str, timeout: float = 120, token: str = "", stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TIDE_URL": srv.url, "TIDE_TOKEN": token or srv.admin_token}
     for k in [k for k in env if k.startswith("SLURM_") or k == "TIDE_JOB_DIR"]:
         del env[k]
     cmd = [sys.executable, "-m", "tide.slurm", *argv]
     cwd = srv.work  # type: ignore[attr-defined]
-    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          input=stdin)  # fmt: skip
 
 
 def test_parsable_prints_the_id_alone_and_stores_no_warning(srv: ServerProc) -> None:
@@ -89,6 +92,8 @@ def test_srun_outside_a_job_allocates_runs_each_rank_on_its_node_and_releases(
     with srv.client() as c:
         wait_for("the allocation's end", lambda: job(c, jid)["state"] == "CANCELLED", 30)
     assert slurm(srv, "srun", "-n1", "sh", "-c", "exit 3").returncode == 3
+    fed = slurm(srv, "srun", "-n2", "-l", "cat", stdin="to rank 0\n")  # stdin: task 0, as Slurm
+    assert fed.returncode == 0 and fed.stdout == "0: to rank 0\n", fed.stderr
 
 
 def test_salloc_runs_a_command_with_the_allocation_and_srun_inside(srv: ServerProc) -> None:
@@ -117,6 +122,41 @@ def test_scontrol_verbs_and_hostnames(srv: ServerProc) -> None:
     assert bad.returncode == 1 and "not supported: colour=red" in bad.stderr
     node = slurm(srv, "scontrol", "show", "node", "n2").stdout
     assert node.startswith("NodeName=n2 ") and "Gres=gpu:t4:2" in node and "{" not in node
+
+
+def _proc_state(pid: int) -> str:
+    """The process's state letter (T: stopped), "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
+
+
+def test_scontrol_suspend_stops_the_job_and_resume_goes_on(srv: ServerProc) -> None:
+    """Operators only, as Slurm: SIGSTOP to the job (SUSPENDED), SIGCONT on resume
+    (RUNNING); a user may do neither, and only a suspended job resumes."""
+    pidfile = srv.work / "suspended.pid"  # type: ignore[attr-defined]
+    script = f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 300"
+    jid = slurm(srv, "sbatch", "--parsable", "-n1", "-t", "10", "--wrap", script).stdout.strip()
+    pid = int(wait_for("the job's pid", lambda: pidfile.exists() and pidfile.read_text(), 60))
+    not_yet = slurm(srv, "scontrol", "resume", jid)
+    assert not_yet.returncode == 1 and "only jobs stopped by `scontrol suspend`" in not_yet.stderr
+    with srv.client() as c:
+        c.post("/v1/users", json={"name": "ursula"}).raise_for_status()
+        r = c.post("/v1/tokens", json={"user": "ursula", "name": "test"})
+        user = r.raise_for_status().json()["token"]
+        denied = slurm(srv, "scontrol", "suspend", jid, token=user)
+        assert denied.returncode == 1 and "only operators may suspend" in denied.stderr
+        assert slurm(srv, "scontrol", "suspend", jid).returncode == 0
+        wait_for("SUSPENDED", lambda: job(c, jid)["state"] == "SUSPENDED", 30)
+        wait_for("the stopped process", lambda: _proc_state(pid) == "T", 30)
+        assert "JobState=SUSPENDED" in slurm(srv, "scontrol", "show", "job", jid).stdout
+        done = slurm(srv, "scontrol", "resume", jid)
+        assert done.returncode == 0, done.stderr
+        wait_for("RUNNING again", lambda: job(c, jid)["state"] == "RUNNING", 30)
+        wait_for("the process going on", lambda: _proc_state(pid) in ("S", "R"), 30)
+        assert slurm(srv, "scancel", jid).returncode == 0
+        wait_for("the cancel", lambda: job(c, jid)["state"] == "CANCELLED", 60)
 
 
 def test_bad_command_lines_are_one_line_errors(srv: ServerProc) -> None:

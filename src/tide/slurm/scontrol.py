@@ -1,5 +1,5 @@
 """scontrol: show job/node/partition/config in Slurm's key=value layout, show
-hostnames/hostlist, hold/release/requeue/update jobs, update nodes.
+hostnames/hostlist, hold/release/requeue/suspend/resume/update jobs, update nodes.
 
     scontrol show job 12             scontrol show hostnames 'gpu[01-03]'
     scontrol update JobId=12 TimeLimit=30:00 Priority=100
@@ -21,7 +21,8 @@ from tide.slurm.opts import UsageError
 
 USAGE = (
     "scontrol show {job|node|partition|config} [NAME] | show hostnames|hostlist LIST |\n"
-    "                hold|release|requeue JOBID... | update JobId=ID KEY=VALUE... |\n"
+    "                hold|release|requeue|suspend|resume JOBID... |\n"
+    "                update JobId=ID KEY=VALUE... |\n"
     "                update NodeName=LIST State=DRAIN|RESUME|DOWN Reason=TEXT\n"
     "  e.g. scontrol show job 12"
 )
@@ -39,7 +40,7 @@ def run(argv: list[str]) -> int:
     verb, rest = words[0].lower(), words[1:]
     if verb == "show":
         return _show(rest, oneliner)
-    if verb in ("hold", "uhold", "release", "requeue"):
+    if verb in ("hold", "uhold", "release", "requeue", "suspend", "resume"):
         return _act("hold" if verb == "uhold" else verb, rest)
     if verb == "update":
         return _update(rest)

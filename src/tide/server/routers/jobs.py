@@ -16,6 +16,7 @@ from tide.server.schemas import MAX_EPOCH, BatchBody, NotifyBody, SubmitBody, Up
 from tide.server.services import efficiency as eff
 from tide.server.services import jobs as svc
 from tide.server.services import submit as submitting
+from tide.server.services import suspend as suspending
 from tide.store.jobs import ACTIVE, JobFilter
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=responses())
@@ -184,6 +185,16 @@ def release(job_id: str, request: Request, p: Who) -> dict[str, Any]:
 @router.post("/{job_id}/requeue", summary="Requeue a running or finished job")
 def requeue(job_id: str, request: Request, p: Who) -> dict[str, Any]:
     return {"jobs": svc.requeue(ctl_of(request), p, job_id)}
+
+
+@router.post("/{job_id}/suspend", summary="Stop a running job (operators; scontrol suspend)")
+def suspend(job_id: str, request: Request, p: Who) -> dict[str, Any]:
+    return {"jobs": suspending.suspend(ctl_of(request), p, job_id)}
+
+
+@router.post("/{job_id}/resume", summary="Go on with a suspended job (operators)")
+def resume(job_id: str, request: Request, p: Who) -> dict[str, Any]:
+    return {"jobs": suspending.resume(ctl_of(request), p, job_id)}
 
 
 @router.patch("/{job_id}", summary="Update a job (time limit, priority, nice, name, ...)")

@@ -46,7 +46,8 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 GRACE, SUSPENDED, PARKED = "grace", "suspended", "parked"
-PHASES = (GRACE, SUSPENDED, PARKED)
+ADMIN = "admin"  # stopped by `scontrol suspend` (services.suspend): only `scontrol resume` ends it
+PHASES = (GRACE, SUSPENDED, PARKED, ADMIN)
 # cancel_requested, asked at the decision: REQUEUE + ACTOR ("requeue:preempt") goes
 # back to the queue, PREEMPT + preemptor ("preempt:12") ends PREEMPTED (recovery.classify)
 PARKED_REASON = "Preempted"  # pending reason of a victim waiting for its preemptor to start
@@ -134,6 +135,8 @@ def shape(marks: Marks, states: dict[int, str], pending: list[Any], running: lis
             lend = states.get(k.preemptor) == "PENDING"
             alloc = _held(r.alloc, others, lend)
             r = Running(r.job, alloc, r.start, r.end + extra + max(0.0, now - k.since))
+        elif k is not None and k.phase == ADMIN:  # holds all it has; its end moves on
+            r = Running(r.job, r.alloc, r.start, r.end + extra + max(0.0, now - k.since))
         elif extra:
             r = Running(r.job, r.alloc, r.start, r.end + extra)
         out.append(r)
@@ -177,7 +180,7 @@ def apply(ctl: Any, d: Decisions, now: float) -> int:
                 sent.append((p.victim, sigs))
     for job_id, sigs in sent:
         for sig in sigs:
-            _signal(ctl, job_id, sig)
+            signal_job(ctl, job_id, sig)
     return len(sent)
 
 
@@ -223,7 +226,7 @@ def _job_signal(row: JobRow) -> int:
         return int(signal.SIGTERM)
 
 
-def _signal(ctl: Any, job_id: int, sig: int) -> None:
+def signal_job(ctl: Any, job_id: int, sig: int) -> None:
     if ctl.executor is None:
         return
     try:
@@ -259,7 +262,10 @@ def tick(ctl: Any, now: float) -> bool:
             changed |= _kill(ctl, k.job_id, now)
         elif k.phase == SUSPENDED and k.state == "SUSPENDED":
             if states.get(k.preemptor) not in _BUSY and _cores_free(ctl, k.job_id):
-                changed |= _resume(ctl, k.job_id, now)
+                changed |= resume_stopped(ctl, k.job_id, now)
+        elif k.phase == ADMIN:
+            if k.state not in ("SUSPENDED", "COMPLETING"):
+                changed |= _clear(ctl, k.job_id)  # cancelled or requeued while suspended
         elif k.phase == PARKED and k.state == "PENDING":
             changed |= _unpark(ctl, k, states.get(k.preemptor) == "PENDING")
         elif k.phase == GRACE and k.state != "COMPLETING":
@@ -344,7 +350,9 @@ def _cores_free(ctl: Any, job_id: int) -> bool:
     return True
 
 
-def _resume(ctl: Any, job_id: int, now: float) -> bool:
+def resume_stopped(ctl: Any, job_id: int, now: float, actor: str = ACTOR) -> bool:
+    """SIGCONT: RUNNING again, its time limit pushed back by all its suspensions
+    (a preemption victim's, or `scontrol resume`'s: actor is the operator)."""
     with ctl.sessions.begin() as s:
         row = jobrepo.get(s, job_id)
         if row is None or row.state != "SUSPENDED":
@@ -352,12 +360,14 @@ def _resume(ctl: Any, job_id: int, now: float) -> bool:
         paused = max(0.0, now - (row.preempt_time or now))
         values = {"preempt_phase": "", "suspended_seconds": row.suspended_seconds + paused}
         why = f"resumed: preemptor {row.preempted_by} is done; suspended {paused:.1f} s"
+        if row.preempt_phase == ADMIN:
+            why = f"resumed by {actor}; suspended {paused:.1f} s"
         ok = jobrepo.transition(s, job_id, ["SUSPENDED"], "RUNNING", now, values,
-                                reason=why, actor=ACTOR)  # fmt: skip
+                                reason=why, actor=actor)  # fmt: skip
         limit = row.time_limit
         total = row.suspended_seconds + paused
     if ok:
-        _signal(ctl, job_id, signal.SIGCONT)
+        signal_job(ctl, job_id, signal.SIGCONT)
         extend = getattr(ctl.executor, "set_time_limit", None)
         if extend is not None and limit is not None:  # suspended time does not count
             try:
