@@ -84,6 +84,14 @@ Mfu = Annotated[
         min=0, max=1,
     ),
 ]
+FromServer = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-server",
+        help="A tide server's data folder: replay its job history (tide sim export) instead "
+        "of --workload; give its cluster with --cluster or --slurm-conf.",
+    ),
+]
 FaultsFile = Annotated[
     Path | None,
     typer.Option(
@@ -114,6 +122,7 @@ class Replay:
     faults: Path | None
     price: float | None
     mfu: float | None
+    from_server: Path | None = None
 
     def facts(self, inputs: SimInputs, faults: int) -> dict[str, str]:
         """The report's scenario header."""
@@ -138,7 +147,7 @@ _REPLAY_OPTIONS: list[tuple[str, Any, Any]] = [
     ("estimates", Estimates, "user"), ("gpus_per_node", Gpn, 1), ("max_procs", MaxProcs, None),
     ("bf_interval", BfInterval, None),
     ("mtbf", Mtbf, None), ("mttr", Mttr, 3600.0), ("faults", FaultsFile, None),
-    ("price", Price, None), ("mfu", Mfu, None),
+    ("price", Price, None), ("mfu", Mfu, None), ("from_server", FromServer, None),
 ]  # fmt: skip
 
 
@@ -301,6 +310,7 @@ def run_cmd(
     --order fcfs --out out/kth
     """
     r, out = replay, replay.out
+    _from_server(r)
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
     inputs.mfu = r.mfu
     faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
@@ -309,6 +319,22 @@ def run_cmd(
     write_comparison(out, inputs, [run], r.facts(inputs, len(faults)), r.price, r.mfu)
     Console().print(_table([run]))
     console.print(f"wrote {out}/jobs.csv, metrics.json, report.html")
+
+
+def _from_server(r: Replay) -> None:
+    """--from-server DIR: export the server's history to OUT/workload.jsonl and replay it."""
+    if r.from_server is None:
+        return
+    if r.workload or r.scenario:
+        console.print("[red]error:[/red] --from-server replaces --workload and --scenario; "
+                      "give only one of them")  # fmt: skip
+        raise typer.Exit(1)
+    from tide.cli.sim_export import export_history
+
+    r.out.mkdir(parents=True, exist_ok=True)
+    path = r.out / "workload.jsonl"
+    export_history(r.from_server, None, path, console)
+    r.workload = str(path)
 
 
 def _options(r: Replay) -> WorkloadOptions:
@@ -379,6 +405,7 @@ def compare_cmd(
         )
         raise typer.Exit(1)
     r, out = replay, replay.out
+    _from_server(r)
     inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
     inputs.mfu = r.mfu
     fault_list = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)  # the same for everyone
@@ -388,6 +415,30 @@ def compare_cmd(
     write_comparison(out, inputs, runs, r.facts(inputs, len(fault_list)), r.price, r.mfu)
     Console().print(_table(runs))
     console.print(f"wrote {out}/comparison.json, {out}/report.html and one folder per policy")
+
+
+@sim_app.command("export")
+def export_cmd(
+    data_dir: Annotated[Path, typer.Argument(help="The server's --data-dir.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")] = Path(
+        "history.jsonl"
+    ),
+    db: Annotated[
+        str | None, typer.Option(help="The server's --db URL (PostgreSQL), instead of DATA_DIR.")
+    ] = None,
+) -> None:
+    """Write a tide server's job history as a twin workload: submit times, the stored
+    requests, accounts, users, run times and failures (jobs that never ran are left out).
+
+    Replay it with the server's cluster: tide sim run --workload history.jsonl --cluster
+    cluster.yaml (or tide sim run --from-server DATA_DIR in one step); under another policy
+    it answers what that policy would have done.
+
+    Example: tide sim export /var/lib/tide -o history.jsonl
+    """
+    from tide.cli.sim_export import export_history
+
+    export_history(data_dir, db, out, console)
 
 
 @sim_app.command("generate")

@@ -53,6 +53,9 @@ class SchedulerConfig:
     weights: PriorityWeights = field(default_factory=PriorityWeights)
     decay_half_life: int = 7 * 86400  # seconds; 0 = no decay
     priority_calc_period: int = 300  # seconds between priority/fair-share recalculations
+    # when (scheduler clock) one recalculation ran; the others follow every period
+    # (Slurm's run from slurmctld's start); None: from the first cycle
+    priority_phase: float | None = None
     # TRESBillingWeights for fair-share usage ({"cpu": 1.0} bills CPUs as Slurm
     # does without weights); None bills GPU-seconds, tide's default
     billing_weights: dict[str, float] | None = None

@@ -32,6 +32,7 @@ from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
 from tide.server import launch as launching
 from tide.server import ray_nodes
+from tide.server.pass_log import PassLog
 from tide.server.schedule import PolicyDriver
 from tide.server.services import faults as jobfaults
 from tide.server.services import lifecycle, nodes, preemption, share_history
@@ -97,6 +98,8 @@ class SchedulingLoop:
         self._last_cost = 0.0  # CPU seconds of the last pass (this thread's)
         self._wake_at: float | None = None
         self.cycle_lock = threading.Lock()  # one pass at a time (tests call cycle() too)
+        settings = getattr(ctl, "settings", None)
+        self.pass_log = PassLog(getattr(settings, "data_dir", None))
 
     def start(self) -> None:
         nodes.start_agents(self.ctl)
@@ -194,6 +197,8 @@ class SchedulingLoop:
             t0, c0 = time.perf_counter(), time.thread_time()
             self._charge_usage(now)
             loaded = load(self.ctl, self.ctl.active, now, backfill)
+            if loaded.snapshot.pending:
+                self.pass_log.add(now, backfill)  # for replays (tide sim export)
             t1 = time.perf_counter()
             # a job that makes the core raise is left out and held; the rest go on
             decisions, faulty = schedule_isolating(self._schedule, loaded.snapshot)

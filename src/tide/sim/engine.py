@@ -17,6 +17,7 @@ are in their queue together (seed 000's deadlock needs exactly that).
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 import math
@@ -130,6 +131,9 @@ class Engine:
         self._retired: set[int] = set()
         self.fs_usage: dict[str, float] = {}  # decayed billing-seconds per "account/user"
         self._prio_time: float | None = None
+        # usage of jobs that ended since the last recalculation: Slurm charges a job at its
+        # end; pending priorities see it at the next PriorityCalcPeriod
+        self._ended_charges: list[tuple[str, float]] = []
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
         self.bound_since: dict[int, float] = {}
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
@@ -143,6 +147,11 @@ class Engine:
         self.warned: dict[int, float] = {}  # victims saving on the warning -> signal time
         self.suspended: dict[int, Suspension] = {}
         self.parked: dict[int, tuple[int, Job]] = {}  # requeued victim -> (preemptor, job)
+        # the times a live controller ran its passes (a replayed history): cycles owed
+        # in between wait for the next one; after the last, the twin runs on events
+        self.passes: list[float] | None = None
+        self.pass_backfill: dict[float, bool] = {}  # a pass -> it ran backfill, where known
+        self._last_bf_pass: float | None = None
         self._preemptive = (
             self.config.preempt_type not in ("", "preempt/none") or self.quotas is not None
         )
@@ -172,6 +181,9 @@ class Engine:
                 if self.heap and self.heap[0][0] == t:
                     continue
                 (run_cycle, backfill), due = due, (False, False)
+            if run_cycle and self.passes:
+                run_cycle = not self._deferred(t)
+                backfill = run_cycle and self._live_backfill(t)
             if run_cycle:
                 self._cycle(t, backfill)
             self._sample(t)
@@ -180,6 +192,33 @@ class Engine:
         if self.progress is not None:
             self.progress(t, len(self.finished), len(self.results))
         return self._output()
+
+    def _deferred(self, t: float) -> bool:
+        """With a controller's pass times: a cycle owed at t runs at the next of
+        them (a wake there), as the live controller ran it."""
+        if not self.passes:
+            return False
+        i = bisect.bisect_left(self.passes, t - 1e-6)
+        if i >= len(self.passes) or self.passes[i] <= t + 1e-6:
+            return False
+        nxt = self.passes[i]
+        if nxt not in self._wakes:
+            self._wakes.add(nxt)
+            self._push(nxt, WAKE, -1)
+        return True
+
+    def _live_backfill(self, t: float) -> bool:
+        """Whether the live loop's pass at t ran backfill: as its pass log says,
+        else at least bf_interval after its last backfill pass (the loop's rule)."""
+        i = bisect.bisect_left(self.passes or [], t - 1e-6)
+        if self.passes and i < len(self.passes) and self.passes[i] <= t + 1e-6:
+            known = self.pass_backfill.get(self.passes[i])
+            if known is not None:
+                return known
+        if self._last_bf_pass is not None and t - self._last_bf_pass < self.config.bf_interval:
+            return False
+        self._last_bf_pass = t
+        return True
 
     def _unpark_all(self, now: float) -> bool:
         """The heap ran dry at `now` with victims still parked: bring them back."""
@@ -241,6 +280,8 @@ class Engine:
             account=sim.account or req.account or "root",
             submit=t,
             qos=req.qos or "normal",
+            array_job_id=sim.array[0] if sim.array else None,
+            array_task_id=sim.array[1] if sim.array else None,
         )
         self.pending[job.id] = job
         self.results[job.id] = JobResult(
@@ -284,13 +325,15 @@ class Engine:
             return False
         del self.active[job_id]
         self.usage.release(act.alloc)
+        if self.config.weights.fairshare and self._prio_time is not None:
+            self._ended_charges.append(self._charge(act, max(act.start, self._prio_time), t))
         if self.predictor is not None:
             self.predictor.record(act.job.user, t - act.start)
             self.predicted.pop(job_id, None)
         res = self.results[job_id]
         res.end = t
         timed_out = act.work_left > act.limit_end - act.start + 1e-9
-        res.state = JobState.TIMEOUT.value if timed_out else JobState.COMPLETED.value
+        res.state = JobState.TIMEOUT.value if timed_out else act.sim.end_state
         if act.sim.train is not None:
             from tide.sim.faults import work_done
 
@@ -317,33 +360,35 @@ class Engine:
         charge what running jobs used since the last time, and move the time
         at which ages are measured."""
         cfg = self.config
-        if self._prio_time is not None and now - self._prio_time < cfg.priority_calc_period:
+        period = cfg.priority_calc_period
+        if cfg.priority_phase is not None and period > 0:  # on Slurm's own grid
+            due = cfg.priority_phase + (now - cfg.priority_phase) // period * period
+            if self._prio_time is not None and due <= self._prio_time:
+                return
+        elif self._prio_time is not None and now - self._prio_time < period:
             return
         last = self._prio_time if self._prio_time is not None else now
         if cfg.weights.fairshare and now > last:
-            from tide.sched.usage import billing, charge_all, decay
+            from tide.sched.usage import charge_all, decay
 
-            elapsed = now - last
-            used = self.fs_usage
-            used = decay(used, elapsed, cfg.decay_half_life)
-            used = charge_all(
-                used,
-                (
-                    (
-                        f"{a.job.account}/{a.job.user}",
-                        billing(
-                            sum(len(n.cores) * int(self.ix.tpc[n.node]) for n in a.alloc.nodes),
-                            a.alloc.gpu_count,
-                            sum(n.mem for n in a.alloc.nodes),
-                            cfg.billing_weights,
-                        )
-                        * (now - max(a.start, last)),
-                    )
-                    for a in self.active.values()
-                ),
-            )
-            self.fs_usage = used
+            used = decay(self.fs_usage, now - last, cfg.decay_half_life)
+            running = [self._charge(a, max(a.start, last), now) for a in self.active.values()]
+            self.fs_usage = charge_all(used, [*self._ended_charges, *running])
+        self._ended_charges = []
         self._prio_time = now
+
+    def _charge(self, a: Active, since: float, until: float) -> tuple[str, float]:
+        """Fair-share usage of a running job between two times, in billing units
+        (TRESBillingWeights; CPUs without them, as Slurm)."""
+        from tide.sched.usage import billing
+
+        units = billing(
+            sum(len(n.cores) * int(self.ix.tpc[n.node]) for n in a.alloc.nodes),
+            a.alloc.gpu_count,
+            sum(n.mem for n in a.alloc.nodes),
+            self.config.billing_weights,
+        )
+        return f"{a.job.account}/{a.job.user}", units * max(0.0, until - since)
 
     def _cycle(self, now: float, backfill: bool) -> None:
         self._retire(now)

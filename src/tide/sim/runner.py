@@ -50,6 +50,8 @@ class SimInputs:
     target_shares: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     mfu: float | None = None  # --mfu: steady MFU of training jobs on every GPU type
+    # a controller's own pass times (tide sim export): the twin schedules only then
+    passes: list[tuple[float, bool | None]] | None = None  # (time, ran backfill)
 
 
 @dataclass
@@ -197,7 +199,24 @@ def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> Sim
     inputs = _inputs(name or path.name, loaded, lambda: wl, _parse_shares(meta.get("shares")))
     if meta.get("epoch"):  # the Unix time of t=0 (Slurm plans on epoch-aligned windows)
         inputs.config.epoch = float(meta["epoch"])
+    if meta.get("passes"):  # a live controller's pass times (tide sim export)
+        inputs.passes = _passes(path, meta["passes"])
+    if meta.get("priority_phase"):  # when Slurm's priority thread ran (its start)
+        inputs.config.priority_phase = float(meta["priority_phase"])
     return inputs
+
+
+def _passes(path: Path, text: str) -> list[tuple[float, bool | None]]:
+    """'0.19:1,0.49:0,2.02' -> (seconds, ran backfill or None: not known)."""
+    out: list[tuple[float, bool | None]] = []
+    try:
+        for item in (x.strip() for x in text.split(",") if x.strip()):
+            t, _, b = item.partition(":")
+            out.append((float(t), None if not b else b == "1"))
+    except ValueError:
+        raise WorkloadError(f"{path}: header 'passes': a comma list of SECONDS[:0|1] "
+                            "(tide sim export writes it)") from None  # fmt: skip
+    return sorted(out, key=lambda p: p[0])
 
 
 def _parse_shares(text: str | None) -> dict[str, float] | None:
@@ -287,6 +306,9 @@ def run_policy(
     engine = Engine(
         cluster, config, policy, inputs.accounts, faults or [], index=ix, progress=progress
     )
+    if inputs.passes:
+        engine.passes = [t for t, _ in inputs.passes]
+        engine.pass_backfill = {t: b for t, b in inputs.passes if b is not None}
     out = engine.run(inputs.jobs())
     run = _finish(inputs, policy, out.results, out.samples, out.capacity_gpus, "general", None,
                   out.training)  # fmt: skip

@@ -57,6 +57,8 @@ class SimJob:
     checkpoint_cost: float = 0.0  # seconds one checkpoint takes
     original: dict[str, Any] = field(default_factory=dict)  # raw source fields
     train: TrainModel | None = None  # a training job's model (tokens, MFU)
+    array: tuple[int, int] | None = None  # (array job id, task id) of an array task
+    end_state: str = "COMPLETED"  # how the job ends after `duration` (FAILED: exit != 0)
 
     def __post_init__(self) -> None:
         if not self.name:

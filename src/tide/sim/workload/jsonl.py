@@ -62,7 +62,7 @@ STRUCTURED = frozenset({*_SIMPLE, "nodes", "switches"})
 TRAIN_KEYS = ("params", "flops_per_token", "tokens_per_step", "mfu")
 _JOB_KEYS = frozenset(
     {"id", "submit", "duration", "user", "name", "checkpoint_interval", "checkpoint_cost",
-     "sbatch", "meta", *TRAIN_KEYS}
+     "sbatch", "request", "meta", "array_job_id", "array_task_id", "state", *TRAIN_KEYS}
 )  # fmt: skip
 
 
@@ -130,7 +130,14 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
     original: dict[str, Any] = {}
     if "meta" in obj:
         original["meta"] = obj["meta"]
-    if "sbatch" in obj:
+    if "request" in obj:  # a job exported from the controller: its stored request, whole
+        others = sorted((STRUCTURED | {"sbatch"}) & set(obj))
+        if others:
+            raise _fail(where, others[0], "give the shape in one of 'request', 'sbatch' or "
+                        "fields, not several")  # fmt: skip
+        request = _stored_request(obj["request"], where)
+        original["request"] = True
+    elif "sbatch" in obj:
         both = sorted(STRUCTURED & set(obj))
         if both:
             raise _fail(where, both[0], "give the shape either in 'sbatch' or as fields, not both")
@@ -153,7 +160,46 @@ def parse_line(obj: Any, seq: int, where: str) -> SimJob:
         if "checkpoint_cost" in obj else 0.0,
         original=original,
         train=train_model(obj, where),
+        array=_array(obj, where),
+        end_state=_end_state(obj, where),
     )  # fmt: skip
+
+
+END_STATES = ("COMPLETED", "FAILED")
+
+
+def _array(obj: dict[str, Any], where: str) -> tuple[int, int] | None:
+    """An array task: `array_job_id` (the array's id, as dependencies name it) and
+    `array_task_id` together; the throttle (%N) comes from the job's --array."""
+    if "array_job_id" not in obj and "array_task_id" not in obj:
+        return None
+    for key in ("array_job_id", "array_task_id"):
+        if key not in obj:
+            raise _fail(where, key, "missing; an array task needs array_job_id and "
+                        "array_task_id")  # fmt: skip
+    return (_get(obj, "array_job_id", fp.integer, where),
+            _get(obj, "array_task_id", fp.integer, where))  # fmt: skip
+
+
+def _end_state(obj: dict[str, Any], where: str) -> str:
+    """The state a job ends in when its `duration` is up before its limit (a recorded
+    failure: FAILED; dependencies such as afterok/afternotok look at it)."""
+    state = str(obj.get("state", "COMPLETED")).upper()
+    if state not in END_STATES:
+        raise _fail(where, "state", f"{obj['state']!r}: use one of {', '.join(END_STATES)}")
+    return state
+
+
+def _stored_request(value: Any, where: str) -> JobRequest:
+    """`request`: a JobRequest as the controller stores it (tide.store.codec)."""
+    from tide.store.codec import request_from_dict
+
+    if not isinstance(value, dict):
+        raise _fail(where, "request", "must be an object (tide sim export writes it)")
+    try:
+        return request_from_dict(value)
+    except (TypeError, ValueError, KeyError) as e:
+        raise _fail(where, "request", f"not a stored job request ({e})") from None
 
 
 def train_model(obj: dict[str, Any], where: str) -> TrainModel | None:
@@ -251,7 +297,11 @@ def job_to_dict(job: SimJob) -> dict[str, Any]:
     if job.user != "user":
         out["user"] = job.user
     r = job.request
-    if "sbatch" in job.original:
+    if job.original.get("request"):
+        from tide.store.codec import request_to_dict
+
+        out["request"] = request_to_dict(job.request)
+    elif "sbatch" in job.original:
         out["sbatch"] = job.original["sbatch"]
     else:
         _check_expressible(job.id, r)
@@ -268,6 +318,10 @@ def job_to_dict(job: SimJob) -> dict[str, Any]:
             out["mfu"] = job.train.mfu
     if "meta" in job.original:
         out["meta"] = job.original["meta"]
+    if job.array is not None:
+        out["array_job_id"], out["array_task_id"] = job.array
+    if job.end_state != "COMPLETED":
+        out["state"] = job.end_state
     return out
 
 
