@@ -124,7 +124,9 @@ def test_export_writes_every_job_with_its_request(live: dict[str, Any]) -> None:
     for j in live["jobs"]:
         x = by_id[int(j["job_id"])]
         assert x["user"] == j["user"] and x["request"]["account"] == "physics"
-        assert x["duration"] == pytest.approx(j["end_time"] - j["start_time"], abs=0.01)
+        # the run, up to when the controller took the end in (its pass log)
+        ran = j["end_time"] - j["start_time"]
+        assert ran - 0.01 <= x["duration"] <= ran + 60, (x, j)
         assert x.get("state", "COMPLETED") == ("FAILED" if j["state"] == "FAILED" else "COMPLETED")
     assert sum(x.get("state") == "FAILED" for x in lines) == 5
     assert [x["submit"] for x in lines] == sorted(x["submit"] for x in lines)

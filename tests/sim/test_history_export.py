@@ -70,8 +70,10 @@ def test_history_becomes_offsets_runs_and_end_states() -> None:
     assert by[5].array == (5, 0) and by[5].request.array == ArraySpec((0, 1), 1)
     # the passes: every start and first sight of a pending job, backfill unknown
     assert (0.5, None) in out.passes and (3.2, None) in out.passes
-    logged = to_workload(hist, {T0 + 0.5: True, T0 + 3.2: False, T0 - 5: True})
+    logged = to_workload(hist, {T0 + 0.5: True, T0 + 3.2: False, T0 - 5: True}, {1: [T0 + 3.1]})
     assert logged.passes == [(0.5, True), (3.2, False)]
+    # the controller took job 1's end in at 3.1: its GPUs were busy for the scheduler till then
+    assert {j.id: j.duration for j in logged.jobs}[1] == pytest.approx(2.6)
 
 
 def test_jsonl_round_trip_keeps_request_array_and_state(tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ def export_history(data_dir: Path, db: str | None, out: Path, console: Console) 
         raise typer.Exit(1) from None
     from tide.server.pass_log import read_passes
 
-    logged = read_passes(data_dir) if db is None or data_dir.is_dir() else {}
-    exported = to_workload(history, logged)
+    logged = read_passes(data_dir)
+    exported = to_workload(history, logged.passes, logged.released)
     header = {
         "source": f"tide server history ({data_dir if db is None else db}), "
         f"{len(exported.jobs)} of {len(history)} jobs",

@@ -1,15 +1,19 @@
 """The scheduling passes the loop ran while jobs waited, for replays (tide sim export).
 
-One line per pass, "TIME B" (B: 1 = with backfill, 0 = main only), appended to
-DATA_DIR/passes.log. The twin replays a history at these very times: a pass that
-started nothing leaves no trace in the job records, yet it decides which later
-pass runs backfill. Passes with an empty queue are not written (an idle server
-writes nothing); the file rolls over to passes.log.1 at MAX_BYTES.
+One line per pass, "TIME B" (B: 1 = with backfill, 0 = main only), and one per
+job end the controller took in, "TIME E JOB_ID", appended to DATA_DIR/passes.log.
+The twin replays a history at these very times: a pass that started nothing
+leaves no trace in the job records, yet it decides which later pass runs
+backfill; and a job's resources were free for the scheduler from the moment its
+end was taken in (its exit record says when it really ended, a little earlier).
+Passes with an empty queue are not written (an idle server writes nothing); the
+file rolls over to passes.log.1 at MAX_BYTES.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -24,9 +28,14 @@ class PassLog:
         self._size = -1
 
     def add(self, now: float, backfill: bool) -> None:
+        self._write(f"{now:.3f} {int(backfill)}\n")
+
+    def released(self, now: float, job_id: int) -> None:
+        self._write(f"{now:.3f} E {job_id}\n")
+
+    def _write(self, line: str) -> None:
         if self.path is None:
             return
-        line = f"{now:.3f} {int(backfill)}\n"
         try:
             if self._size < 0:
                 self._size = self.path.stat().st_size if self.path.exists() else 0
@@ -41,18 +50,26 @@ class PassLog:
             self.path = None
 
 
-def read_passes(data_dir: Path) -> dict[float, bool]:
-    """Unix time of each logged pass -> whether it ran backfill (both files)."""
-    out: dict[float, bool] = {}
+@dataclass(slots=True)
+class PassRecord:
+    passes: dict[float, bool] = field(default_factory=dict)  # Unix time -> ran backfill
+    released: dict[int, list[float]] = field(default_factory=dict)  # job -> ends taken in
+
+
+def read_passes(data_dir: Path) -> PassRecord:
+    """Both files of the log of `data_dir` (empty when there is none)."""
+    out = PassRecord()
     for name in (NAME + ".1", NAME):
         p = Path(data_dir) / name
         if not p.is_file():
             continue
         for line in p.read_text(encoding="ascii", errors="replace").splitlines():
             parts = line.split()
-            if len(parts) == 2:
-                try:
-                    out[float(parts[0])] = parts[1] == "1"
-                except ValueError:
-                    continue  # a torn last line
+            try:
+                if len(parts) == 2:
+                    out.passes[float(parts[0])] = parts[1] == "1"
+                elif len(parts) == 3 and parts[1] == "E":
+                    out.released.setdefault(int(parts[2]), []).append(float(parts[0]))
+            except ValueError:
+                continue  # a torn last line
     return out

@@ -167,6 +167,8 @@ class Engine:
         self._feed()
         for f in self.faults:
             self._push(f.time, FAIL, self.ix.pos[f.node])
+        for p in self.passes or ():
+            self._push(p, WAKE, -1)
         coalesce = self.policy.capabilities.coalesce_ties
         due = (False, False)  # a cycle owed once the events at this time are handled
         t = 0.0  # the time of the last event handled
@@ -194,18 +196,13 @@ class Engine:
         return self._output()
 
     def _deferred(self, t: float) -> bool:
-        """With a controller's pass times: a cycle owed at t runs at the next of
-        them (a wake there), as the live controller ran it."""
+        """With a controller's pass times: the twin runs a cycle at each of them
+        (each is a wake in the heap), as the live loop did, and none in between;
+        after the last one it runs on events."""
         if not self.passes:
             return False
         i = bisect.bisect_left(self.passes, t - 1e-6)
-        if i >= len(self.passes) or self.passes[i] <= t + 1e-6:
-            return False
-        nxt = self.passes[i]
-        if nxt not in self._wakes:
-            self._wakes.add(nxt)
-            self._push(nxt, WAKE, -1)
-        return True
+        return i < len(self.passes) and self.passes[i] > t + 1e-6
 
     def _live_backfill(self, t: float) -> bool:
         """Whether the live loop's pass at t ran backfill: as its pass log says,

@@ -102,6 +102,9 @@ def finish(
         ending = recovery.classify(report, row.cancel_requested, message, pol)
         state = requeue_or_end(ctl, s, row, ending, now, tasks_running=_tasks_running(row, record))
     if ctl.loop is not None:
+        log_ = getattr(ctl.loop, "pass_log", None)
+        if log_ is not None:  # when the controller took the end in (tide sim export)
+            log_.released(time.time(), report.job_id)
         ctl.loop.wake()
     return state
 

@@ -33,9 +33,14 @@ class Exported:
     passes: list[tuple[float, bool | None]]
 
 
-def to_workload(history: list[HistoryJob], logged: dict[float, bool] | None = None) -> Exported:
-    """SimJobs of every job that ran to its end, times from the first submission;
-    `logged`: the loop's pass log (Unix time -> backfill), tide.server.pass_log."""
+def to_workload(
+    history: list[HistoryJob],
+    logged: dict[float, bool] | None = None,
+    released: dict[int, list[float]] | None = None,
+) -> Exported:
+    """SimJobs of every job that ran to its end, times from the first submission.
+    From the loop's pass log (tide.server.pass_log): `logged` (Unix time -> ran
+    backfill) and `released` (job -> when the controller took in its ends)."""
     origin = min((h.submit for h in history), default=0.0)
     jobs: list[SimJob] = []
     skipped: dict[str, int] = {}
@@ -47,7 +52,7 @@ def to_workload(history: list[HistoryJob], logged: dict[float, bool] | None = No
         if why:
             skipped[why] = skipped.get(why, 0) + 1
             continue
-        jobs.append(_job(h, origin))
+        jobs.append(_job(h, origin, (released or {}).get(h.id)))
     if logged:
         marked = [(round(t - origin, 3), b) for t, b in sorted(logged.items()) if t >= origin]
         return Exported(jobs, origin, skipped, marked)  # type: ignore[arg-type]
@@ -62,10 +67,15 @@ def _skip(h: HistoryJob) -> str:
     return ""
 
 
-def _job(h: HistoryJob, origin: float) -> SimJob:
+def _job(h: HistoryJob, origin: float, released: list[float] | None) -> SimJob:
+    """The job's work is its last run, until the controller took its end in (its
+    resources were busy for the scheduler until then), else until it ended."""
     last = h.attempts[-1] if h.attempts else None
     start = last.start if last is not None else h.start
     end = (last.end if last is not None else None) or h.end
+    seen = [t for t in released or () if start is not None and end is not None and t >= end - 0.01]
+    if seen:
+        end = min(seen)
     assert start is not None and end is not None  # _skip
     req = h.request
     if req.begin is not None:  # the store keeps Unix times; the twin counts from t = 0
