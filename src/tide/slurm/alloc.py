@@ -32,18 +32,22 @@ STEP_ONLY = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_TASK_PID", "SLURM_NODEID", 
 
 @contextmanager
 def allocation(c: Client, options: list[str], who: str) -> Iterator[dict[str, str]]:
-    """Allocate with sbatch `options`; yield the environment a command gets in it."""
+    """Allocate with sbatch `options`; yield the environment a command gets in it.
+    What it says on stderr is Slurm's: salloc names the allocation it got and
+    releases; srun says something only when it had to wait."""
     folder = Path(tempfile.mkdtemp(prefix="tide-salloc-"))
     env_file = folder / "env.json"
     argv = [*options, "-o", "/dev/null", "--wrap", HOLD.format(path=env_file)]
     job_id = c.post("/v1/jobs", submit_body(argv, "", []))["job_id"]
-    sys.stderr.write(f"{who}: Pending job allocation {job_id}\n")
+    salloc = who == "salloc"
     try:
         _wait_running(c, job_id, env_file, who)
-        sys.stderr.write(f"{who}: Granted job allocation {job_id}\n")
+        if salloc:
+            sys.stderr.write(f"{who}: Granted job allocation {job_id}\n")
         yield job_env(json.loads(env_file.read_text()))
     finally:
-        sys.stderr.write(f"{who}: Relinquishing job allocation {job_id}\n")
+        if salloc:
+            sys.stderr.write(f"{who}: Relinquishing job allocation {job_id}\n")
         c.delete(f"/v1/jobs/{job_id}")
         env_file.unlink(missing_ok=True)
         folder.rmdir()
@@ -55,7 +59,10 @@ def _wait_running(c: Client, job_id: int, env_file: Path, who: str) -> None:
         job = c.get(f"/v1/jobs/{job_id}")["jobs"][0]
         if job["state"] in ENDED:
             raise RuntimeError(f"job {job_id} ended {job['state']} before it was allocated")
-        if job["state"] == "PENDING" and not told:
+        # waiting once a pass gave it a reason (a new job is PENDING until the next pass)
+        if job["state"] == "PENDING" and job.get("reason") not in (None, "", "None") and not told:
+            if who == "salloc":
+                sys.stderr.write(f"{who}: Pending job allocation {job_id}\n")
             sys.stderr.write(f"{who}: job {job_id} queued and waiting for resources\n")
             told = True
         time.sleep(0.3)
