@@ -98,3 +98,11 @@ def test_every_line_has_the_header_width_when_nothing_overflows(parts: list[str]
     widths = [p.width for p in pieces if isinstance(p, layout.Col)]
     if all(w is not None for w in widths):
         assert len(head) == len(row)
+
+
+def test_sacct_tres_leaves_out_what_the_job_has_none_of() -> None:
+    """Slurm 22.05's sacct: a CPU job's AllocTRES is cpu=8,node=1 (no gres/gpu=0)."""
+    from tide.slurm.sacct import tres
+
+    assert tres(8, 0, 1) == "cpu=8,node=1"
+    assert tres(64, 8, 1) == "cpu=64,gres/gpu=8,node=1"
