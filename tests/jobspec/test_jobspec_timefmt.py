@@ -8,11 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tide.defaults import TIME_INFINITE
 from tide.jobspec.timefmt import (
     format_duration,
     format_mem,
     parse_begin,
     parse_duration,
+    parse_job_time,
     parse_mem,
     parse_time_limit,
 )
@@ -64,6 +66,19 @@ def test_parse_duration_rejects(text: str) -> None:
 )
 def test_parse_time_limit_rounds_up_to_minutes(text: str, seconds: int | None) -> None:
     assert parse_time_limit(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0", TIME_INFINITE), ("UNLIMITED", TIME_INFINITE), ("infinite", TIME_INFINITE),
+     ("-1", TIME_INFINITE), ("0:30", 60), ("2-0", 2 * 86400)],
+)  # fmt: skip
+def test_a_job_time_of_zero_or_unlimited_is_no_limit(text: str, seconds: int) -> None:
+    """sbatch: "A time limit of zero requests that no time limit be imposed", and
+    UNLIMITED/INFINITE the same (Slurm's INFINITE), never the partition default."""
+    assert parse_job_time(text) == seconds
+    assert (format_duration(seconds) == "UNLIMITED") == (seconds == TIME_INFINITE)
+    assert parse_job_time(format_duration(seconds)) == seconds
 
 
 @pytest.mark.parametrize(

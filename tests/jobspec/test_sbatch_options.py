@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tide.defaults import TIME_INFINITE
 from tide.jobspec.sbatch import parse_args
 from tide.jobspec.values import PRIORITY_TOP
 from tide.model import (
@@ -76,8 +77,9 @@ CASES: list[tuple[list[str], dict[str, object]]] = [
     (["-t", "90"], {"time_limit": 5400}),
     (["-t1-12"], {"time_limit": 36 * 3600}),
     (["--time=0:30"], {"time_limit": 60}),
-    (["--time=UNLIMITED"], {}),
-    (["--time=0"], {}),
+    (["--time=UNLIMITED"], {"time_limit": TIME_INFINITE}),  # no limit, as sbatch reads it
+    (["--time=0"], {"time_limit": TIME_INFINITE}),
+    (["-t", "infinite"], {"time_limit": TIME_INFINITE}),
     (["--time-min=30"], {"time_min": 1800}),
     (["--begin=now+1hour"], {"begin": NOW + 3600}),
     (["-b", "2024-06-01T08:00"], {"begin": datetime(2024, 6, 1, 8, tzinfo=UTC).timestamp()}),

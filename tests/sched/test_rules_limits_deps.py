@@ -247,3 +247,23 @@ def test_array_throttle_shows_behind_a_blocked_job() -> None:
     assert d.starts == []
     assert d.pending[1].reason is Reason.RESOURCES
     assert d.pending[12].reason is d.pending[13].reason is Reason.JOB_ARRAY_TASK_LIMIT
+
+
+@pytest.mark.parametrize(("max_time", "runs"), [(None, True), (3600, False)])
+def test_no_time_limit_runs_only_where_the_partition_has_no_maxtime(
+    max_time: int | None, runs: bool
+) -> None:
+    """--time=0/UNLIMITED (TIME_INFINITE) is longer than any MaxTime: in a partition
+    with one the job pends (PartitionTimeLimit, as sbatch(1) says of a limit over
+    the partition's), in one without it runs; never the partition's DefaultTime."""
+    from dataclasses import replace
+
+    from tide.defaults import TIME_INFINITE
+
+    c = flat_cluster(1)
+    c.partitions[0] = replace(c.partitions[0], max_time=max_time, default_time=600)
+    d = schedule(snapshot(c, [job(1, gpus_per_node=1, time=TIME_INFINITE)]))
+    if runs:
+        assert [s.job_id for s in d.starts] == [1]
+    else:
+        assert d.starts == [] and d.pending[1].reason is Reason.PARTITION_TIME_LIMIT

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serverproc import submit
+from serverproc import job, submit, wait_for, wait_state
 
 HELLO = "#!/bin/sh\ntrue\n"
 
@@ -52,7 +52,7 @@ def test_bad_ids_limits_and_patches_are_4xx(tiny: Any) -> None:
         assert c.get("/v1/jobs", params={"limit": "2.5e26"}).status_code == 422
         assert c.get("/v1/jobs", params={"user": "a\x00"}).status_code == 400
         jid = submit(c, HELLO, tiny.work, ["--hold"]).json()["job_id"]
-        for body in ({"nice": 2**70}, {"name": "x" * 10_000_000}, {"time_limit": 0}):
+        for body in ({"nice": 2**70}, {"name": "x" * 10_000_000}, {"time_limit": -1}):
             r = c.patch(f"/v1/jobs/{jid}", json=body)
             assert r.status_code == 422 and r.json()["field"] == next(iter(body)), r.text
 
@@ -163,3 +163,29 @@ def test_a_job_token_only_notifies_its_own_running_job(tiny: Any) -> None:
             assert j.get(path).status_code == 403, path
         r = j.post(f"/v1/jobs/{jid}/notify", json={"event": "step", "step": 1})
         assert r.status_code == 409  # not running: a job's token dies with its run
+
+
+def test_time_zero_and_unlimited_mean_no_limit_as_in_slurm(tiny: Any) -> None:
+    """--time=0, --time=UNLIMITED and JSON time_limit 0 ask for no limit (Slurm's
+    INFINITE), never the partition's DefaultTime: in a partition with a MaxTime the
+    job pends (PartitionTimeLimit) until an operator gives it a limit; a user may
+    not lift the limit of a job by PATCH."""
+    with tiny.client(tiny.tokens["alice"]) as c:
+        argvs = (["-t0"], ["-t", "UNLIMITED"])
+        ids = [submit(c, HELLO, tiny.work, a).json()["job_id"] for a in argvs]
+        ids.append(submit(c, HELLO, tiny.work, [], job={"time_limit": 0}).json()["job_id"])
+        for jid in ids:
+            reasoned = lambda jid=jid: (j := job(c, jid))["reason"] != "None" and j  # noqa: E731
+            j = wait_for("a pending reason", reasoned)
+            assert (j["state"], j["reason"], j["time_limit"]) == (
+                "PENDING", "PartitionTimeLimit", None
+            ), j
+        plain = submit(c, HELLO, tiny.work, ["--hold", "-t", "10"]).json()["job_id"]
+        r = c.patch(f"/v1/jobs/{plain}", json={"time_limit": 0})
+        assert r.status_code == 403 and "raise a time limit" in r.json()["error"], r.text
+        c.delete(f"/v1/jobs/{plain}")
+    with tiny.client() as admin:
+        admin.patch(f"/v1/jobs/{ids[0]}", json={"time_limit": 600}).raise_for_status()
+        assert wait_state(admin, ids[0], {"COMPLETED", "FAILED"})["state"] == "COMPLETED"
+        for jid in ids[1:]:
+            admin.delete(f"/v1/jobs/{jid}")

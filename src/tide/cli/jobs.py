@@ -194,10 +194,10 @@ def update(
         "account": account,
     }
     if time_limit is not None:
-        from tide.jobspec.timefmt import parse_time_limit
+        from tide.jobspec.timefmt import parse_job_time
 
         try:
-            body["time_limit"] = parse_time_limit(time_limit)
+            body["time_limit"] = parse_job_time(time_limit)
         except ValueError as e:
             fail(f"--time={time_limit}: {e}", "use minutes, H:M:S or D-H:M:S")
     body = {k: v for k, v in body.items() if v is not None}

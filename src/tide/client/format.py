@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from tide.defaults import TIME_INFINITE
+
 STATE_CODE = {
     "PENDING": "PD",
     "RUNNING": "R",
@@ -39,7 +41,7 @@ def _dhms(seconds: float) -> tuple[int, int, int, int]:
 
 def duration(seconds: float | None) -> str:
     """Slurm's elapsed/limit format: M:SS, H:MM:SS, D-HH:MM:SS; None = UNLIMITED."""
-    if seconds is None:
+    if seconds is None or seconds >= TIME_INFINITE:
         return "UNLIMITED"
     d, h, m, s = _dhms(seconds)
     if d:
@@ -51,7 +53,7 @@ def duration(seconds: float | None) -> str:
 
 def hms(seconds: float | None) -> str:
     """sacct's Elapsed/Timelimit format: HH:MM:SS, D-HH:MM:SS; None = UNLIMITED."""
-    if seconds is None:
+    if seconds is None or seconds >= TIME_INFINITE:
         return "UNLIMITED"
     d, h, m, s = _dhms(seconds)
     return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"

@@ -75,9 +75,11 @@ def _gpu_count(key: str) -> Handler:
 
 
 def _time(key: str) -> Handler:
+    parse = timefmt.parse_job_time if key == "time" else timefmt.parse_time_limit
+
     def handle(ctx: _Ctx, v: str | None) -> None:
         try:
-            ctx.put(key, timefmt.parse_time_limit(_need(v)))
+            ctx.put(key, parse(_need(v)))
         except ValueError:
             raise JobSpecError(
                 f"--{key}", v, f"not a time; {_TIME_FORMS} (e.g. --{key}=2:00:00)"

@@ -15,6 +15,8 @@ import math
 import re
 from datetime import UTC, datetime, timedelta
 
+from tide.defaults import TIME_INFINITE
+
 UNLIMITED_WORDS = ("UNLIMITED", "INFINITE")
 
 # --- durations -----------------------------------------------------------
@@ -55,10 +57,20 @@ def parse_time_limit(text: str) -> int | None:
     return minutes * 60 if minutes else None
 
 
+def parse_job_time(text: str) -> int:
+    """--time (and scontrol's TimeLimit=): seconds rounded up to whole minutes;
+    0, UNLIMITED, INFINITE and -1 request no limit (TIME_INFINITE), as sbatch
+    reads them: a job's time limit, unlike the partition default it replaces."""
+    seconds = parse_duration(text)
+    if seconds is None or seconds == 0:
+        return TIME_INFINITE
+    return math.ceil(seconds / 60) * 60
+
+
 def format_duration(seconds: int | None) -> str:
     """Seconds as squeue shows a time limit: "D-HH:MM:SS" or "HH:MM:SS";
-    None is "UNLIMITED"."""
-    if seconds is None:
+    None (and TIME_INFINITE) is "UNLIMITED"."""
+    if seconds is None or seconds >= TIME_INFINITE:
         return "UNLIMITED"
     if seconds < 0:
         raise ValueError(f"negative duration {seconds}")

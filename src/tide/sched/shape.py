@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tide.defaults import TIME_INFINITE
 from tide.model import Job, JobRequest, Partition
 
 UNLIMITED = 365 * 86400  # planning horizon for jobs without a time limit
@@ -46,6 +47,8 @@ class Shape:
 def time_limit(job: Job, part: Partition | None) -> int:
     """--time, else the partition's DefaultTime, else its MaxTime, else unlimited."""
     req = job.request.time_limit
+    if req is not None and req >= TIME_INFINITE:  # --time=UNLIMITED: more than any MaxTime
+        return UNLIMITED if part is None or part.max_time is None else TIME_INFINITE
     if req is not None:
         return int(req)
     if part is not None and part.default_time is not None:

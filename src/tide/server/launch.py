@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tide.defaults import TIME_INFINITE
 from tide.exec.base import LaunchSpec, NodeLaunch
 from tide.model import Cluster, JobRequest, SignalSpec
 from tide.sched.types import Allocation
@@ -64,7 +65,7 @@ def launch_spec(
         env=env,
         output=req.output,
         error=req.error,
-        time_limit=req.time_limit,
+        time_limit=req.time_limit if (req.time_limit or 0) < TIME_INFINITE else None,
         signal=_signal_text(sig),
         signal_lead=sig.lead if sig else 60,
         array_job_id=row.array_job_id,

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from tide.defaults import TIME_INFINITE
 from tide.efficiency import BUCKET_MAX, BUCKET_MIN, SKETCH_MAX
 from tide.model import DependencyType
 
@@ -55,6 +56,10 @@ Count = Annotated[int, Field(strict=True, ge=1, le=INT_MAX)]
 Count0 = Annotated[int, Field(strict=True, ge=0, le=INT_MAX)]
 Seconds = Annotated[int, Field(strict=True, ge=0, le=MAX_SECONDS)]
 Limit = Annotated[int, Field(strict=True, ge=1, le=MAX_SECONDS)]  # a time limit
+# a job's time limit: 0 asks for no limit, as --time=0 does (stored as TIME_INFINITE)
+JobLimit = Annotated[
+    int, Field(strict=True, ge=0, le=MAX_SECONDS), AfterValidator(lambda v: v or TIME_INFINITE)
+]
 Epoch = Annotated[float, Field(strict=True, ge=0, le=MAX_EPOCH, allow_inf_nan=False)]
 Nice = Annotated[int, Field(strict=True, ge=-NICE_MAX, le=NICE_MAX)]
 Priority = Annotated[int, Field(strict=True, ge=0, le=PRIORITY_MAX)]
@@ -110,7 +115,11 @@ class JobSpec(Strict):
     mem_per_node: Count0 | None = Field(None, description="MB")
     mem_per_gpu: Count0 | None = Field(None, description="MB")
     mem_per_cpu: Count0 | None = Field(None, description="MB")
-    time_limit: Limit | None = Field(None, description="seconds; none = partition default")
+    time_limit: JobLimit | None = Field(
+        None,
+        description="seconds; none = the partition's DefaultTime; 0 (or 2147483647) = no "
+        "limit, like --time=0/UNLIMITED (the job pends in a partition with a MaxTime)",
+    )
     time_min: Limit | None = None
     partitions: list[Word] = Field(default_factory=list, max_length=64)
     account: Word = ""
@@ -163,7 +172,7 @@ class BatchBody(Strict):
 
 
 class UpdateBody(Strict):
-    time_limit: Limit | None = Field(None, description="seconds")
+    time_limit: JobLimit | None = Field(None, description="seconds; 0 = no limit (operators)")
     priority: Priority | None = Field(None, description="operators: fixed priority (0 holds)")
     nice: Nice | None = None
     site_factor: Annotated[int, Field(strict=True, ge=-NICE_MAX, le=NICE_MAX)] | None = Field(

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tide.defaults import TIME_INFINITE
 from tide.model import Job, JobRequest, JobState
 from tide.sched.isolate import JobFault, describe
 from tide.sched.shape import UNLIMITED
@@ -214,7 +215,7 @@ class ActiveJobs:
         if state != "PENDING" and allocation:
             alloc: Allocation = codec.alloc_from_json(allocation)  # type: ignore[assignment]
             start = start_time or now
-            limit = time_limit if time_limit is not None else UNLIMITED
+            limit = UNLIMITED if (time_limit or TIME_INFINITE) >= TIME_INFINITE else time_limit
             running = Running(job, alloc, start, start + limit)
         return Entry(job, meta, running)
 

@@ -10,6 +10,7 @@ import json
 from itertools import pairwise
 from typing import Any
 
+from tide.defaults import TIME_INFINITE
 from tide.store.models import AttemptRow, JobEventRow, JobRow
 
 # Columns of a queue listing, in order (the columnar format sends these once).
@@ -65,6 +66,8 @@ def queue_item(values: tuple[Any, ...]) -> dict[str, Any]:
     d = dict(zip(QUEUE_COLUMNS, values, strict=True))
     d["job_id"] = display_id(d["id"], d["array_job_id"], d["array_task_id"])
     d["exit"] = exit_text(d["exit_code"], d["exit_signal"])
+    if d["time_limit"] is not None and d["time_limit"] >= TIME_INFINITE:
+        d["time_limit"] = None  # no limit (--time=0/UNLIMITED): null, as a partition's
     return d
 
 

@@ -146,10 +146,10 @@ def _update(pairs: list[str]) -> int:
 
 def _job_value(field: str, value: str) -> Any:
     if field == "time_limit":
-        from tide.jobspec.timefmt import parse_time_limit
+        from tide.jobspec.timefmt import parse_job_time
 
         try:
-            return parse_time_limit(value)
+            return parse_job_time(value)
         except ValueError as e:
             raise UsageError(f"error: Invalid TimeLimit {value!r}: {e}") from None
     if field in ("priority", "nice"):
