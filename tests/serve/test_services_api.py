@@ -176,6 +176,39 @@ def test_a_service_runs_replicas_as_jobs_and_routes_to_ready_ones(served: Any) -
         httpx.get(url + "/work", timeout=5)  # the router went with the service
 
 
+def test_a_command_that_cannot_start_backs_off_and_a_fixed_spec_starts_at_once(
+    served: Any,
+) -> None:
+    """CrashLoopBackOff: replicas that fail before being ready are replaced after a
+    doubling delay (not one job per controller tick); a new template starts at once."""
+    with served.client(served.tokens["alice"]) as c:
+        r = apply(c, spec("crash", replicas=2, command="/bin/false"), served.work)
+        assert r.status_code == 201, r.text
+
+        def backoff(delay: int) -> dict[str, Any] | None:
+            s = show(c, "crash")
+            words = f"starts in {delay} s (crash loop back-off)"
+            return s if any(words in e["message"] for e in s["events"]) else None
+
+        s = wait_for("a 40 s back-off", lambda: backoff(40), 120)
+        n = len(s["replicas"])
+        assert n <= 6, [e["message"] for e in s["events"]]  # 2 + 1 + 1 + ... not 2 a tick
+        time.sleep(5)  # within the announced 40 s nothing new is submitted
+        s = show(c, "crash")
+        assert len(s["replicas"]) <= n + 1, [e["message"] for e in s["events"]]
+        assert all(x["state"] in ("Failed", "Pending", "Starting") for x in s["replicas"])
+        # the fix: a new replica template starts at once, whatever the back-off said
+        assert apply(c, spec("crash", replicas=2), served.work).json()["result"] == "configured"
+        s = wait_for("2 ready replicas of the fixed spec",
+                     lambda: (x := show(c, "crash"))["ready"] == 2 and x, 120)  # fmt: skip
+        (last,) = [e for e in s["events"] if e["kind"] == "backoff"][-1:]
+        until = last["time"] + float(last["message"].split("starts in ")[1].split()[0])
+        fixed = [x for x in s["replicas"] if x["generation"] == 2]
+        assert fixed and all(x["created"] < until for x in fixed), (fixed, until)
+        assert c.delete("/v1/services/crash").status_code == 200
+        wait_for("the service gone", lambda: c.get("/v1/services/crash").status_code == 404, 60)
+
+
 def test_cli_apply_ls_show_scale_delete(served: Any, tmp_path: Path) -> None:
     import yaml
 

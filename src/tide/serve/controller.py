@@ -41,6 +41,12 @@ from tide.store.services import DELETING, ReplicaRow, ServiceRow
 
 log = logging.getLogger("tide.serve")
 TICK = 0.5
+# CrashLoopBackOff: after replicas fail before ever being ready, new ones wait
+# BACKOFF_FIRST s, doubling per failure, at most BACKOFF_MAX s (Kubernetes: 10 s
+# to 5 min), so a service whose command cannot start does not submit a job
+# every tick; a replica becoming ready ends it.
+BACKOFF_FIRST = 10.0
+BACKOFF_MAX = 300.0
 
 
 @dataclass(slots=True)
@@ -61,6 +67,9 @@ class Runtime:
     desired: int = 0  # as of the last tick (metrics)
     counts: dict[str, int] = field(default_factory=dict)  # replicas by state, last tick
     last_created: float | None = None  # when this controller last created a replica
+    crashes: int = 0  # replicas in a row that failed before being ready
+    backoff_until: float = 0.0  # no new replica before this (crash loop)
+    generation: int = 0  # the replica template the back-off is about
 
 
 @dataclass(slots=True)
@@ -148,7 +157,7 @@ class ServiceController:
 
     def _runtime(self, row: ServiceRow) -> Runtime:
         with self.lock:
-            rt = self.runtimes.get(row.name)
+            rt = old = self.runtimes.get(row.name)
             if rt is None or rt.spec_text != row.spec:
                 spec, _ = parse_service(json.loads(row.spec))
                 spec.user, spec.account, spec.qos = row.user, row.account, row.qos
@@ -157,8 +166,10 @@ class ServiceController:
                     self.root, row.name, self.router_host, row.router_port, self.token
                 )  # fmt: skip
                 state = rt.hpa if rt is not None else _load_hpa(row.autoscaler)
-                created = rt.last_created if rt is not None else None
-                rt = Runtime(row.name, spec, row.spec, router, hpa=state, last_created=created)
+                rt = Runtime(row.name, spec, row.spec, router, hpa=state)
+                if old is not None:  # a new spec: what the controller learnt stays
+                    rt.last_created, rt.crashes = old.last_created, old.crashes
+                    rt.backoff_until, rt.generation = old.backoff_until, old.generation
                 self.runtimes[row.name] = rt
             return rt
 
@@ -166,6 +177,8 @@ class ServiceController:
         self, row: ServiceRow, reps: list[ReplicaRow], views: dict[int, rep.JobView], now: float
     ) -> None:
         rt = self._runtime(row)
+        if rt.generation != row.generation:  # a new template (a fix?) starts at once
+            rt.generation, rt.crashes, rt.backoff_until = row.generation, 0, 0.0
         w = Writes()
         for r in reps:
             self._sync_job(rt, r, views.get(r.job_id), now, w)
@@ -207,6 +220,8 @@ class ServiceController:
             w.event("replica", f"replica {r.id} (job {r.job_id}) {state.lower()}: {why}")
             self.prober.forget(r.id)
             rt.cancelled.discard(r.id)
+            if state == "Failed":
+                self._crashed(rt, r, now, w)
         elif view.state in ("RUNNING", "COMPLETING", "SUSPENDED") and r.state == "Pending":
             node = rep.first_node(view.nodelist)
             host = self._address(node)
@@ -236,6 +251,7 @@ class ServiceController:
         threshold = spec.readiness.failure_threshold
         if state in ("Starting", "Unready") and st.successes >= 1:
             w.replica(r.id, state="Ready", ready=now)
+            rt.crashes, rt.backoff_until = 0, 0.0
             took = now - r.decided
             w.event("replica", f"replica {r.id} ready {took:.1f} s after its decision", took)
         elif state == "Ready" and st.failures >= threshold:
@@ -250,6 +266,21 @@ class ServiceController:
                 w.replica(r.id, state="Failed", ended=now, reason=why)
                 w.event("probe", f"replica {r.id} killed: {why}")
                 self.prober.forget(r.id)
+                self._crashed(rt, r, now, w)
+
+    def _crashed(self, rt: Runtime, r: ReplicaRow, now: float, w: Writes) -> None:
+        """A replica failed: one that never got ready counts towards the back-off
+        (a crash loop); one that served (killed, its node lost) is replaced at once."""
+        if r.ready is not None or "ready" in w.replicas.get(r.id, {}):
+            return
+        rt.crashes += 1
+        if rt.crashes < 2:
+            return  # one failure may be bad luck: replaced at once
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (rt.crashes - 2))
+        if now + delay > rt.backoff_until:
+            rt.backoff_until = now + delay
+            w.event("backoff", f"{rt.crashes} replicas in a row failed before being ready: "
+                    f"the next one starts in {delay:.0f} s (crash loop back-off)")  # fmt: skip
 
     # --- 3. replica set ---------------------------------------------------------------------
 
@@ -360,7 +391,7 @@ class ServiceController:
     def _create(self, rt: Runtime, row: ServiceRow, live: list[ReplicaRow], w: Writes,
                 now: float) -> None:  # fmt: skip
         count = int(w.service.get("_create", 0))
-        if count <= 0 or now < rt.submit_blocked_until:
+        if count <= 0 or now < rt.submit_blocked_until or now < rt.backoff_until:
             return
         if rt.last_created is None:
             rt.last_created = max((r.created for r in live), default=0.0)
