@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serverproc import wait_for
+from serverproc import free_port, wait_for
 from svc_support import REPLICA
 
 from tide.serve.spec import SpecError, parse_service
@@ -115,7 +115,19 @@ def test_apply_refuses_what_could_never_run(served: Any) -> None:
         assert r.status_code == 400 and r.json()["field"] == "account"
         r = apply(c, {"metadata": {"name": "x"}, "spec": {"replicas": 1}}, served.work)
         assert r.status_code == 400 and r.json()["field"] == "spec.command"
+        # a fixed port on the local executor: one replica, never two at once
+        r = apply(c, spec("fixed", port=free_port(), replicas=2), served.work)
+        assert r.status_code == 400 and r.json()["field"] == "spec.port", r.text
+        assert "port: 0" in r.json()["fix"]
+        r = apply(c, spec("fixed", port=free_port()), served.work)  # maxSurge 1: a surge
+        assert r.status_code == 400 and r.json()["field"] == "spec.port", r.text
         assert c.get("/v1/services").json()["services"] == []
+        one = spec("fixed", port=free_port(), rollout={"maxSurge": 0, "maxUnavailable": 1})
+        assert apply(c, one, served.work).status_code == 201
+        r = c.post("/v1/services/fixed/scale", json={"replicas": 2})
+        assert r.status_code == 400 and r.json()["field"] == "spec.port", r.text
+        assert c.delete("/v1/services/fixed").status_code == 200
+        wait_for("the service gone", lambda: c.get("/v1/services/fixed").status_code == 404, 60)
 
 
 def test_a_service_runs_replicas_as_jobs_and_routes_to_ready_ones(served: Any) -> None:

@@ -65,6 +65,25 @@ def _check_replica_job(ctl: Any, spec: Any, user: str) -> tuple[str, str, str]:
     return account, qos, parts[0].name
 
 
+def _check_port(ctl: Any, spec: Any) -> None:
+    """A fixed port on the local executor: every replica binds 127.0.0.1:PORT, so a
+    second one (a scale-up, a rolling update's surge) could never start (it would
+    crash-loop). Kubernetes gives each pod its own address; here only port 0 does."""
+    if not spec.port or ctl.settings.executor == "ray":
+        return
+    auto = spec.autoscaling
+    most = max(spec.replicas, auto.max_replicas if auto.enabled else 0)
+    if most > 1 or spec.rollout.max_surge > 0:
+        raise bad_request(
+            f"spec.port {spec.port} is fixed, but on the local executor every replica "
+            f"listens on 127.0.0.1: a second replica ({most} asked, maxSurge "
+            f"{spec.rollout.max_surge}) could not bind it",
+            "spec.port",
+            "use port: 0 (tide gives each replica its own $PORT), or keep one replica "
+            "with rollout: {maxSurge: 0, maxUnavailable: 1}",
+        )
+
+
 def _template(stored: dict[str, Any], account: str, qos: str, partition: str) -> str:
     spec = {k: v for k, v in stored["spec"].items() if k not in _SCALING_KEYS}
     return json.dumps([spec, account, qos, partition], sort_keys=True)
@@ -84,6 +103,7 @@ def apply(ctl: Any, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
     if who.role == "job":
         raise forbidden("a job token cannot manage services", "use your own token")
     spec, stored = _parse(doc)
+    _check_port(ctl, spec)
     if not spec.workdir:
         spec.workdir = cwd or "/tmp"
         stored["spec"]["workdir"] = spec.workdir
@@ -247,6 +267,7 @@ def scale(
                 spec["autoscaling"]["maxReplicas"] = hi
             what = f"autoscaling bounds set by {who.user}: {lo}..{hi}"
         parsed, stored = _parse(doc)
+        _check_port(ctl, parsed)
         parsed.workdir = stored["spec"].get("workdir", "")
         row.spec = json.dumps(stored, sort_keys=True)
         new = _clamp(parsed, row.desired, now)
