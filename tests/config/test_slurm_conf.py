@@ -94,6 +94,22 @@ def test_partitions() -> None:
     assert c.nodes[0].partitions == ("batch", "all") and c.nodes[3].partitions == ("all",)
 
 
+def test_deny_accounts_and_qos_apply_without_an_allow_list() -> None:
+    """DenyAccounts/DenyQos, as slurm.conf(5): not enforced where AllowAccounts /
+    AllowQos is given."""
+    c = parse(
+        "NodeName=n[1-2]\n"
+        "PartitionName=p Nodes=ALL DenyAccounts=guests,ext DenyQos=scavenger\n"
+        "PartitionName=q Nodes=ALL AllowAccounts=a DenyAccounts=a\n"
+    )
+    p, q = c.partitions
+    assert (p.deny_accounts, p.deny_qos) == (("guests", "ext"), ("scavenger",))
+    assert p.refuses_account("ext") and not p.refuses_account("a")
+    assert p.refuses_qos("scavenger") and not p.refuses_qos("normal")
+    assert not q.refuses_account("a") and q.refuses_account("b")  # the Allow list wins
+    assert not any("DenyAccounts" in w for w in c.warnings)
+
+
 def test_nodeset_and_downnodes() -> None:
     c = parse("NodeName=n[1-2] Feature=a100\nNodeName=m1\nNodeSet=fast Feature=a100\n"
               "NodeSet=other Nodes=m1\nPartitionName=p Nodes=fast,other\n"

@@ -189,3 +189,24 @@ def test_time_zero_and_unlimited_mean_no_limit_as_in_slurm(tiny: Any) -> None:
         assert wait_state(admin, ids[0], {"COMPLETED", "FAILED"})["state"] == "COMPLETED"
         for jid in ids[1:]:
             admin.delete(f"/v1/jobs/{jid}")
+
+
+def test_deny_accounts_is_checked_at_submit_and_patch(tiny: Any) -> None:
+    """slurm.conf DenyAccounts (tiny.yaml: cpu denies bio): AccountNotAllowed at
+    submit and at PATCH, naming the partition and the fix; other accounts pass."""
+    with tiny.client(tiny.tokens["bob"]) as bob:
+        r = submit(bob, HELLO, tiny.work, ["-p", "cpu"])
+        assert r.status_code == 400 and r.json()["field"] == "partition", r.text
+        assert r.json()["error"].startswith("AccountNotAllowed: --partition=cpu"), r.text
+        assert "accounts denied: bio" in r.json()["fix"], r.text
+        jid = submit(bob, HELLO, tiny.work, ["--hold"]).json()["job_id"]
+        r = bob.patch(f"/v1/jobs/{jid}", json={"partition": "cpu"})
+        assert r.status_code == 400 and r.json()["error"].startswith("AccountNotAllowed"), r.text
+        assert bob.get(f"/v1/jobs/{jid}").json()["jobs"][0]["partition"] == "gpu"
+        bob.delete(f"/v1/jobs/{jid}")
+        parts = {p["name"]: p for p in bob.get("/v1/partitions").json()["partitions"]}
+    assert parts["cpu"]["deny_accounts"] == ["bio"] and parts["gpu"]["deny_accounts"] == []
+    with tiny.client(tiny.tokens["alice"]) as alice:
+        r = submit(alice, HELLO, tiny.work, ["-p", "cpu", "--hold"])
+        assert r.status_code == 201, r.text
+        alice.delete(f"/v1/jobs/{r.json()['job_id']}")

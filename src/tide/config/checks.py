@@ -47,10 +47,10 @@ def check_accounts(tree: AccountTree, c: Cluster) -> list[str]:
         bad_q = [q for q in p.allow_qos if q not in tree.qos]
         if bad_q:
             out.append(f"partition {p.name}: AllowQos names undefined QOS {', '.join(bad_q)}")
-        bad_a = [a for a in p.allow_accounts if a not in tree.accounts]
-        if bad_a and len(tree.accounts) > 1:
-            out.append(f"partition {p.name}: AllowAccounts names unknown account "
-                       f"{', '.join(bad_a)}")
+        for key, names in (("AllowAccounts", p.allow_accounts), ("DenyAccounts", p.deny_accounts)):
+            bad_a = [a for a in names if a not in tree.accounts]
+            if bad_a and len(tree.accounts) > 1:
+                out.append(f"partition {p.name}: {key} names unknown account {', '.join(bad_a)}")
     defaults: dict[str, int] = {}
     for u in tree.users:
         defaults[u.user] = defaults.get(u.user, 0) + u.default_account

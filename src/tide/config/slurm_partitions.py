@@ -28,11 +28,12 @@ from tide.model import Node, Partition
 _KNOWN = {
     "partitionname", "nodes", "default", "maxtime", "defaulttime", "maxnodes", "minnodes",
     "prioritytier", "priorityjobfactor", "priority", "allowaccounts", "allowqos",
+    "denyaccounts", "denyqos",
     "oversubscribe", "shared", "state", "preemptmode", "requeue", "gracetime",
 }
 _NOT_MODELLED = {
     "allocnodes", "allowgroups", "alternate", "cpubind", "defcpupergpu", "defmempercpu",
-    "defmempergpu", "defmempernode", "denyaccounts", "denyqos", "disablerootjobs",
+    "defmempergpu", "defmempernode", "disablerootjobs",
     "exclusiveuser", "exclusivetopo", "hidden", "lln", "maxcpuspernode",
     "maxcpuspersocket", "maxmempercpu", "maxmempernode", "overtimelimit", "powerdownonidle",
     "qos", "reqresv", "resumetimeout", "rootonly", "selecttypeparameters", "suspendtime",
@@ -81,6 +82,7 @@ class PartitionLines:
             else:
                 known = ["Nodes", "Default", "MaxTime", "DefaultTime", "MaxNodes", "MinNodes",
                          "PriorityTier", "PriorityJobFactor", "AllowAccounts", "AllowQos",
+                         "DenyAccounts", "DenyQos",
                          "OverSubscribe", "State", "PreemptMode"]
                 self.warn.add(loc.file, loc.line,
                               f"unknown PartitionName key {orig!r} ignored{suggest(orig, known)}")
@@ -183,6 +185,8 @@ def _build(name: str, attrs: dict[str, tuple[str, str]], loc: Loc) -> Partition:
         part.priority_job_factor = to_int("PriorityJobFactor", v, loc)
     part.allow_accounts = _allow(get("allowaccounts"))
     part.allow_qos = _allow(get("allowqos"))
+    part.deny_accounts = split_list(get("denyaccounts") or "")
+    part.deny_qos = split_list(get("denyqos") or "")
     if (v := get("oversubscribe") or get("shared")) is not None:
         part.oversubscribe = _oversubscribe(v, loc)
     if (v := get("state")) is not None:

@@ -203,6 +203,7 @@ def _partition(p: PartitionSpec, members: tuple[str, ...]) -> Partition:
         default_time=p.default_time, max_nodes=p.max_nodes, min_nodes=p.min_nodes,
         priority_tier=p.priority_tier, priority_job_factor=p.priority_job_factor,
         allow_accounts=tuple(p.allow_accounts), allow_qos=tuple(p.allow_qos),
+        deny_accounts=tuple(p.deny_accounts), deny_qos=tuple(p.deny_qos),
         oversubscribe=p.oversubscribe.upper(), state=p.state.upper(),
         preempt_mode=p.preempt_mode.upper(), requeue=p.requeue, grace_time=p.grace_time,
     )

@@ -165,7 +165,7 @@ def _partitions(c: Cluster) -> list[dict[str, Any]]:
             d["default_time"] = format_duration(p.default_time)
         d.update(max_nodes=p.max_nodes, min_nodes=p.min_nodes, priority_tier=p.priority_tier,
                  priority_job_factor=p.priority_job_factor)
-        for key in ("allow_accounts", "allow_qos"):
+        for key in ("allow_accounts", "allow_qos", "deny_accounts", "deny_qos"):
             if getattr(p, key):
                 d[key] = list(getattr(p, key))
         d.update(oversubscribe=p.oversubscribe, state=p.state)

@@ -163,6 +163,8 @@ class PartitionSpec(Spec):
     priority_job_factor: int = 1
     allow_accounts: list[str] = []
     allow_qos: list[str] = []
+    deny_accounts: list[str] = []  # DenyAccounts: used only without allow_accounts
+    deny_qos: list[str] = []  # DenyQos: used only without allow_qos
     oversubscribe: Annotated[str, _word("YES", "NO")] = "NO"
     state: str = "UP"
     preempt_mode: Annotated[str, _word("ON", "OFF")] = ""

@@ -105,11 +105,26 @@ class Partition:
     priority_job_factor: int = 1
     allow_accounts: tuple[str, ...] = ()  # () = ALL
     allow_qos: tuple[str, ...] = ()  # () = ALL
+    deny_accounts: tuple[str, ...] = ()  # used only without allow_accounts, as Slurm
+    deny_qos: tuple[str, ...] = ()  # used only without allow_qos
     oversubscribe: str = "NO"
     state: str = "UP"  # UP, DOWN, DRAIN, INACTIVE
     preempt_mode: str = ""
     requeue: bool | None = None  # partition default for --requeue
     grace_time: int = 0  # GraceTime: seconds a preempted job gets (preempt/partition_prio)
+
+    def refuses_account(self, account: str) -> bool:
+        """AllowAccounts, else DenyAccounts (slurm.conf: a Deny list is not
+        enforced when an Allow list is given)."""
+        if self.allow_accounts:
+            return account not in self.allow_accounts
+        return account in self.deny_accounts
+
+    def refuses_qos(self, qos: str) -> bool:
+        """AllowQos, else DenyQos."""
+        if self.allow_qos:
+            return qos not in self.allow_qos
+        return qos in self.deny_qos
 
 
 class TopologyKind(StrEnum):

@@ -33,9 +33,9 @@ def partition_reason(job: Job, part: Partition | None, shape: Shape, n_nodes: in
         return Reason.PARTITION_NODE_LIMIT
     if shape.nodes_min > n_nodes:
         return Reason.PARTITION_NODE_LIMIT
-    if part.allow_accounts and job.account not in part.allow_accounts:
+    if part.refuses_account(job.account):
         return Reason.ACCOUNT_NOT_ALLOWED
-    if part.allow_qos and job.qos not in part.allow_qos:
+    if part.refuses_qos(job.qos):
         return Reason.QOS_NOT_ALLOWED
     return None
 

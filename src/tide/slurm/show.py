@@ -152,7 +152,9 @@ def partition(p: dict[str, Any], nodes: dict[str, dict[str, Any]], preempt: str)
     gpu_tres = f",gres/gpu={gpus}" if gpus else ""
     return [
         f"PartitionName={p['name']}",
-        f"AllowGroups=ALL AllowAccounts={accounts} AllowQos={qos}",
+        f"AllowGroups=ALL AllowAccounts={accounts} AllowQos={qos}"
+        + (f" DenyAccounts={','.join(p['deny_accounts'])}" if p.get("deny_accounts") else "")
+        + (f" DenyQos={','.join(p['deny_qos'])}" if p.get("deny_qos") else ""),
         f"AllocNodes=ALL Default={'YES' if p.get('default') else 'NO'} QoS=N/A",
         f"DefaultTime={def_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
         f"MaxNodes={p.get('max_nodes') or 'UNLIMITED'} MaxTime={max_time} MinNodes=0 LLN=NO "

@@ -129,6 +129,8 @@ def partitions(ctl: Any) -> list[dict[str, Any]]:
             "priority_tier": p.priority_tier,
             "allow_accounts": list(p.allow_accounts),
             "allow_qos": list(p.allow_qos),
+            "deny_accounts": list(p.deny_accounts),
+            "deny_qos": list(p.deny_qos),
             "nodes": list(p.nodes),
             "gpus": sum(by_name[n].gpu_count for n in p.nodes if n in by_name),
         }

@@ -240,18 +240,23 @@ def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
                 "partition",
                 "pick another partition",
             )
-        if p.allow_accounts and account not in p.allow_accounts:
+        if p.refuses_account(account):
             raise bad_request(
                 f"AccountNotAllowed: --partition={name}: account {account!r} may not use "
                 "this partition",
                 "partition",
-                f"accounts allowed: {', '.join(p.allow_accounts)}",
+                f"accounts allowed: {', '.join(p.allow_accounts)}"
+                if p.allow_accounts
+                else f"accounts denied: {', '.join(p.deny_accounts)}; use another account "
+                "or partition",
             )
-        if p.allow_qos and qos not in p.allow_qos:
+        if p.refuses_qos(qos):
             raise bad_request(
                 f"QOSNotAllowed: --partition={name}: QOS {qos!r} may not use this partition",
                 "partition",
-                f"QOS allowed: {', '.join(p.allow_qos)}",
+                f"QOS allowed: {', '.join(p.allow_qos)}"
+                if p.allow_qos
+                else f"QOS denied: {', '.join(p.deny_qos)}; use another QOS or partition",
             )
         parts.append(p)
     most = max(len(p.nodes) for p in parts)  # a range is bounded by the cluster, as Slurm does
