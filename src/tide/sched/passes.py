@@ -25,7 +25,7 @@ import numpy as np
 from tide.model import Job, Partition
 from tide.model.sched_config import QueueOrder
 from tide.sched import preempt
-from tide.sched.cycle import Cycle, add_reservation_holds, ready
+from tide.sched.cycle import Cycle, add_reservation_holds, context, ready
 from tide.sched.eligibility import JobContext, quick_reason
 from tide.sched.fairshare import fair_tree_factors
 from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
@@ -270,12 +270,16 @@ def backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
     # with some time limit, the same shape with a limit at least as long
     # fails too (the test pyss and Slurm's backfill also skip).
     failed: dict[tuple, float] = {}
-    for i in order:
+    closed = _Closed(cyc, plan, order) if snap.starts_only else None
+    for k, i in enumerate(order):
         if tested >= cfg.bf_max_job_test:
             break
         job = snap.pending[i]
         if job.id in started_ids:
             continue
+        if closed is not None and closed.check():
+            _ready_rest(cyc, order[k:], started_ids, tested)
+            break
         ctx = ready(cyc, job)
         if ctx is None:
             continue
@@ -285,12 +289,67 @@ def backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
             cyc, ctx, plan, backfilled=True
         ):
             _hold_started(cyc, plan)
+            if closed is not None:
+                closed.changed = True
             continue
         failed[key] = min(failed.get(key, INF), ctx.shape.time_limit)
         cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
         if not (easy and reserved):
+            held = len(plan.holds)
             reserved |= _reserve(cyc, ctx, plan, horizon)
+            if closed is not None and len(plan.holds) > held:
+                closed.changed = True
         blocked_reason(cyc, job.id)
+
+
+class _Closed:
+    """Whether no job left in a backfill pass can start now (Snapshot.starts_only).
+
+    Holds and starts only take capacity away within a pass, so once no usable
+    node has, now, both the GPUs of the smallest job and a window before its
+    first whole-node hold as long as the shortest limit among the pending
+    jobs, none of them can start: the pass stops. A bound, never a guess:
+    per-job masks, cores, memory and topology can only rule out more."""
+
+    def __init__(self, cyc: Cycle, plan: Plan, order: list[int]) -> None:
+        self.cyc, self.plan, self.changed = cyc, plan, True
+        self.min_limit, self.min_gpus = INF, INF
+        for i in order:
+            ctx = context(cyc, cyc.snap.pending[i])
+            if ctx is None or ctx.reason is not None:
+                continue
+            shape = ctx.shape
+            self.min_limit = min(self.min_limit, shape.time_limit)
+            self.min_gpus = min(self.min_gpus, 0 if shape.spread else shape.gpus_per_node)
+
+    def check(self) -> bool:
+        if not self.changed:
+            return False
+        self.changed = False
+        plan, now = self.plan, self.cyc.snap.now
+        if self.min_limit == INF:
+            return True
+        open_ = self.cyc.usage.usable & (plan.free_gpus >= self.min_gpus)
+        if not open_.any():
+            return True
+        hn, hs, he, _, _, _, hw, tags = plan.holds.arrays()
+        blocking = hw & (tags == "") & (he > now) & (hs < now + self.min_limit)
+        open_[hn[blocking]] = False
+        return not open_.any()
+
+
+def _ready_rest(cyc: Cycle, rest: list[int], started: set[int], tested: int) -> None:
+    """After a pass stopped early: the jobs it did not examine still become
+    eligible as a full pass would make them (up to bf_max_job_test)."""
+    pending = cyc.snap.pending
+    if all(pending[i].eligible is not None for i in rest):
+        return
+    for i in rest:
+        if tested >= cyc.snap.config.bf_max_job_test:
+            return
+        job = pending[i]
+        if job.id not in started and ready(cyc, job) is not None:
+            tested += 1
 
 
 def _shape_key(ctx: JobContext) -> tuple:

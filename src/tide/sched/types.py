@@ -132,6 +132,10 @@ class Snapshot:
     preempting: dict[int, int] = field(default_factory=dict)
     # Kueue-style quotas per account and cohort (tide.model.quota); None = none
     quotas: QuotaTree | None = None
+    # the driver reads only starts and eligibility from this cycle, not every
+    # pending job's reason and planned start (the twin): backfill may stop once
+    # no job left can start now (tide.sched.passes)
+    starts_only: bool = False
 
 
 @dataclass(slots=True, frozen=True)

@@ -107,6 +107,13 @@ class Engine:
     # preemption warning and leaves, losing nothing (docs/services.md); off: it is
     # killed at the end of its grace and loses the work since its last checkpoint
     save_on_warning: bool = False
+    # skip backfill passes that cannot decide anything new (docs/twin.md, "Passes
+    # skipped"); off: a pass every bf_interval, as before (the property tests
+    # compare both)
+    skip_quiet: bool = True
+    # the twin reads starts, not planned starts: backfill stops once nothing
+    # left can start (Snapshot.starts_only); off: every job planned, as before
+    starts_only: bool = True
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -155,12 +162,30 @@ class Engine:
         self._preemptive = (
             self.config.preempt_type not in ("", "preempt/none") or self.quotas is not None
         )
+        # Skipping quiet passes: `_version` counts every change a pass reads (an
+        # event, a start, an end, a recalculation); `_quiet` is (version, until)
+        # after a backfill pass that changed nothing: until the version moves or
+        # the time reaches `until` (the next priority recalculation), the ticks
+        # in between are skipped, `_dormant` while the tick chain is suspended.
+        self._version = 0
+        self._quiet: tuple[int, float] | None = None
+        self._dormant = False
+        self._ticks = 0  # BACKFILL events in the heap (live or stale)
+        self._skips = (
+            self.skip_quiet and self.policy.capabilities.time_invariant and not self._preemptive
+        )
+        self.skipped = 0  # backfill passes skipped
 
     # -- events --------------------------------------------------------------
 
     def _push(self, t: float, kind: int, data: int) -> None:
         self.seq += 1
+        self._ticks += kind == BACKFILL
         heapq.heappush(self.heap, (t, kind, self.seq, data))
+
+    def _real_events(self) -> bool:
+        """Whether any event but backfill ticks is left."""
+        return len(self.heap) > self._ticks
 
     def run(self, jobs: Iterable[SimJob]) -> RunOutput:
         self._jobs = iter(jobs)
@@ -175,6 +200,10 @@ class Engine:
         while self.heap or self._unpark_all(t):
             t, kind, _, data = heapq.heappop(self.heap)
             self.events += 1
+            if kind == BACKFILL:
+                self._ticks -= 1
+            else:
+                self._version += 1
             if kind == SUBMIT:
                 self._feed()
             run_cycle, backfill = self._handle(t, kind, data)
@@ -236,34 +265,61 @@ class Engine:
 
     def _handle(self, t: float, kind: int, data: int) -> tuple[bool, bool]:
         if kind == SUBMIT:
-            return self._submit(t, data), self._bf_due(t)
+            return self._submit(t, data), self._bf_due(t, kind)
         if kind == END:
-            return self._end(t, data), self._bf_due(t)
+            return self._end(t, data), self._bf_due(t, kind)
         if kind == BACKFILL:
+            if t != self._next_bf:  # a tick replaced while the chain slept
+                return False, False
             self._next_bf = None
-            if self.pending and self.heap:  # keep the period while anything can change
-                self._bf_due(t)
+            if self._quiet_at(t):
+                return False, False
+            if self.pending and self._real_events():  # keep the period while anything can change
+                self._bf_due(t, kind)
             return bool(self.pending), True
         if kind == WAKE:
             self._wakes.discard(t)
-            return True, self._bf_due(t)
+            return True, self._bf_due(t, kind)
         if kind == FAIL:
-            return self._fail(t, data), self._bf_due(t)
+            return self._fail(t, data), self._bf_due(t, kind)
         if kind == REPAIR:
             self.cluster.nodes[data].state = self.cluster.nodes[data].state.__class__.IDLE
-            return True, self._bf_due(t)
+            return True, self._bf_due(t, kind)
         if kind == PREEMPT:
-            return self._kill(t, data), self._bf_due(t)
+            return self._kill(t, data), self._bf_due(t, kind)
         return False, False
 
-    def _bf_due(self, t: float) -> bool:
+    def _bf_due(self, t: float, kind: int) -> bool:
         interval = self.config.bf_interval
         if interval <= 0:
             return True
-        if self._next_bf is None:  # Slurm's backfill thread wakes on a fixed period
+        if self._dormant:  # the chain slept through quiet ticks: its next one
+            self._dormant = False
+            k = math.ceil(t / interval) if kind < BACKFILL else t // interval + 1
+            self._next_bf = k * interval
+            self._push(self._next_bf, BACKFILL, 0)
+        elif self._next_bf is None:  # Slurm's backfill thread wakes on a fixed period
             self._next_bf = (t // interval + 1) * interval
             self._push(self._next_bf, BACKFILL, 0)
         return False
+
+    def _quiet_at(self, t: float) -> bool:
+        """At a tick: skip the pass when nothing it reads changed since the last
+        backfill pass, which decided nothing new. Starts come from resources
+        released (ends: events) and from the order (priorities: recalculated
+        at `until`); between them a pass decides what the last one did. The
+        chain then sleeps to the first tick at or after `until`."""
+        quiet = self._quiet
+        if quiet is None or quiet[0] != self._version or t >= quiet[1]:
+            return False
+        self.skipped += 1
+        if self.pending and self._real_events():
+            interval = self.config.bf_interval
+            self._dormant = True
+            if quiet[1] < math.inf:
+                self._next_bf = math.ceil(quiet[1] / interval) * interval
+                self._push(self._next_bf, BACKFILL, 0)
+        return True
 
     # -- job lifecycle -------------------------------------------------------
 
@@ -299,6 +355,7 @@ class Engine:
         """A job the twin cannot evaluate: reported and left out; the run goes on."""
         self.job_faults[job_id] = error
         self.pending.pop(job_id, None)
+        self._version += 1
 
     def _arrive(self, t: float, job: Job) -> bool:
         """Eligibility, timers, and whether the new job may change a decision now."""
@@ -320,6 +377,7 @@ class Engine:
             return True
         if act is None or act.end != t:
             return False
+        self._version += 1
         del self.active[job_id]
         self.usage.release(act.alloc)
         if self.config.weights.fairshare and self._prio_time is not None:
@@ -373,6 +431,7 @@ class Engine:
             self.fs_usage = charge_all(used, [*self._ended_charges, *running])
         self._ended_charges = []
         self._prio_time = now
+        self._version += 1
 
     def _charge(self, a: Active, since: float, until: float) -> tuple[str, float]:
         """Fair-share usage of a running job between two times, in billing units
@@ -391,6 +450,14 @@ class Engine:
         self._retire(now)
         self._resume(now)
         self._recalc_priorities(now)
+        version = self._version  # what the pass reads, changes made just now included
+        self._pass(now, backfill)
+        if backfill and self._skips and not self.suspended and not self.preempting:
+            assert self._prio_time is not None
+            until = self._prio_time + self.config.priority_calc_period
+            self._quiet = (version, until) if self._version == version else None
+
+    def _pass(self, now: float, backfill: bool) -> None:
         snap = Snapshot(
             cluster=self.cluster,
             config=self.config,
@@ -410,6 +477,7 @@ class Engine:
             last_checkpoint=self._checkpoints(now),
             preempting={v: e[0] for v, e in self.preempting.items()},
             quotas=self.quotas,
+            starts_only=self.starts_only,
         )
         decisions, faulty = schedule_isolating(lambda s: self.policy.schedule(s, self.usage), snap)
         for f in faulty:
@@ -506,6 +574,8 @@ class Engine:
         return out
 
     def _apply(self, now: float, d: Decisions) -> None:
+        if d.eligible or d.meta or d.binds or d.unbinds or d.starts or d.preemptions:
+            self._version += 1
         for jid, t in d.eligible.items():
             self.pending[jid].eligible = t
             self.results[jid].eligible = t

@@ -31,11 +31,16 @@ class Capabilities:
       so any pending job may; "none": the policy never preempts.
     - coalesce_ties: it looks at the cluster in sessions: the twin runs one
       cycle after all the events at one time, not one per event.
+    - time_invariant: between events its decisions change only when
+      priorities are recalculated (PriorityCalcPeriod): a pass whose inputs
+      did not change since one that decided nothing decides nothing, so the
+      twin may skip it (docs/twin.md).
     """
 
     predictions: bool = False
     preemption: PreemptionKind = "config"
     coalesce_ties: bool = False
+    time_invariant: bool = False
 
 
 class Policy(Protocol):

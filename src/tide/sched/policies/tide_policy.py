@@ -74,8 +74,9 @@ class TidePolicy:
             cfg = replace(snap.config, will_run_batches=False, bf_resolution=1)
             snap = replace(snap, config=cfg)
         predict = self.predict and bool(snap.predicted) and not _broken_promise(snap)
-        if predict:
-            snap = replace(snap, running=[_planned(r, snap) for r in snap.running])
+        if predict:  # its promises are the planned starts of every job
+            snap = replace(snap, running=[_planned(r, snap) for r in snap.running],
+                           starts_only=False)  # fmt: skip
         cyc = open_cycle(snap, self.ix, usage, self.memo, self.victim_order)
         if predict and cyc.resv is None:
             _predicted_contexts(cyc, self._copies)
