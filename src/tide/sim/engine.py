@@ -452,10 +452,18 @@ class Engine:
         self._recalc_priorities(now)
         version = self._version  # what the pass reads, changes made just now included
         self._pass(now, backfill)
-        if backfill and self._skips and not self.suspended and not self.preempting:
-            assert self._prio_time is not None
-            until = self._prio_time + self.config.priority_calc_period
-            self._quiet = (version, until) if self._version == version else None
+        if backfill and self._skips and not (self.suspended or self.preempting or self.passes):
+            self._quiet = (version, self._next_recalc()) if self._version == version else None
+
+    def _next_recalc(self) -> float:
+        """When `_recalc_priorities` will next move the priority time."""
+        cfg, last = self.config, self._prio_time
+        period = cfg.priority_calc_period
+        if last is None:
+            return -math.inf
+        if cfg.priority_phase is not None and period > 0:
+            return cfg.priority_phase + ((last - cfg.priority_phase) // period + 1) * period
+        return last + period
 
     def _pass(self, now: float, backfill: bool) -> None:
         snap = Snapshot(
