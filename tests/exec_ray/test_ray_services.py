@@ -1,6 +1,7 @@
 """Services on the Ray executor: replicas are jobs placed on Ray nodes, the
 router sends traffic only to ready ones, a traffic step scales them up and
-down, and a replica killed under traffic costs no request."""
+down, and a replica killed under traffic, a rolling restart and the
+scale-down cost no request."""
 
 from __future__ import annotations
 
@@ -73,6 +74,15 @@ def test_service_on_ray_scales_with_traffic_and_survives_a_dead_replica(
                 pid = __import__("httpx").get(url + "/work", timeout=30).json()["pid"]
                 os.kill(pid, signal.SIGKILL)
                 time.sleep(2)
+                # a rolling restart under traffic: new replicas first, old ones drain
+                assert c.post("/v1/services/rayweb/rollout",
+                              json={"restart": True}).status_code == 200  # fmt: skip
+                wait_for("the rollout done",
+                         lambda: c.get("/v1/services/rayweb/rollout").json()["done"],
+                         180)  # fmt: skip
+                gens = {x["generation"] for x in status(c, "rayweb")["replicas"]
+                        if x["state"] not in ("Stopped", "Failed")}  # fmt: skip
+                assert gens == {2}, gens
                 load.active = 1
                 wait_for("back to 1", lambda: status(c, "rayweb")["desired"] == 1, 90)
                 wait_for("drained", lambda: status(c, "rayweb")["ready"] == 1, 90)
