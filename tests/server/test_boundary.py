@@ -210,3 +210,27 @@ def test_deny_accounts_is_checked_at_submit_and_patch(tiny: Any) -> None:
         r = submit(alice, HELLO, tiny.work, ["-p", "cpu", "--hold"])
         assert r.status_code == 201, r.text
         alice.delete(f"/v1/jobs/{r.json()['job_id']}")
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "field", "words"),
+    [
+        ('#!/bin/sh\n#SBATCH --job-name="my run\ntrue\n', [], "script", "line 2: unmatched `\"`"),
+        ("#!/bin/sh\n#SBATCH -J 'x -p gpu\ntrue\n", [], "script", "line 2: unmatched `'`"),
+        (HELLO, ['--job-name="my run'], "--job-name", "unmatched `\"`"),
+        (HELLO, ["-J", "'x"], "--job-name", "unmatched `'`"),
+    ],
+)
+def test_an_unterminated_quote_is_a_clear_400(
+    tiny: Any, script: str, argv: list[str], field: str, words: str
+) -> None:
+    """An #SBATCH line or a --job-name that opens a quote it never closes is refused
+    (sbatch: "Unmatched `\"`"), never taken as a name running to the end of the line."""
+    with tiny.client(tiny.tokens["alice"]) as c:
+        r = submit(c, script, tiny.work, argv)
+        assert r.status_code == 400, r.text
+        body = r.json()
+        assert body["field"] == field and words in body["error"] and body["fix"], body
+        ok = submit(c, HELLO, tiny.work, ["-J", "bob's run", "--hold"])  # a quote inside is fine
+        assert ok.status_code == 201 and job(c, ok.json()["job_id"])["name"] == "bob's run"
+        c.delete(f"/v1/jobs/{ok.json()['job_id']}")

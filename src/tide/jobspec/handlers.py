@@ -62,6 +62,18 @@ def _text(key: str) -> Handler:
     return lambda ctx, v: ctx.put(key, _need(v))
 
 
+def _name(value: str) -> str:
+    """--job-name: a name that opens a quote it never closes is a quoting mistake
+    (`'--job-name="my run'` from a shell, a JSON argv with the quotes kept), not a
+    name; quotes inside a name (bob's-run) are fine."""
+    if value[:1] in ("'", '"') and (len(value) < 2 or value[-1] != value[0]):
+        raise JobSpecError(
+            "--job-name", value, f"unmatched `{value[0]}`: close the quote or drop it "
+            "(e.g. --job-name=my-run)"
+        )
+    return value
+
+
 def _count(key: str, example: str = "4") -> Handler:
     return lambda ctx, v: ctx.put(key, values.count(f"--{key}", _need(v), 1, example))
 
@@ -201,7 +213,7 @@ _HANDLERS: dict[str, Handler] = {
     "gres-flags": _gres_flags,
     "hold": lambda ctx, v: ctx.put("hold", True),
     "comment": lambda ctx, v: ctx.put("comment", values.comment(_need(v))),
-    "job-name": _text("job-name"),
+    "job-name": lambda ctx, v: ctx.put("job-name", _name(_need(v))),
     "mem": _mem("mem"),
     "mem-per-cpu": _mem("mem-per-cpu"),
     "mem-per-gpu": _mem("mem-per-gpu"),

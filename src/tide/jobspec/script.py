@@ -8,7 +8,8 @@
   and other comments (including an indented "#SBATCH") are skipped.
 - After "#SBATCH" come options, split like shell words: blanks separate,
   '...' and "..." group, a backslash escapes the next character, and an
-  unquoted '#' starts a comment that runs to the end of the line.
+  unquoted '#' starts a comment that runs to the end of the line. A quote that
+  is never closed is an error naming the line, as in sbatch.
 """
 
 from __future__ import annotations
@@ -64,7 +65,11 @@ def directives(text: str) -> tuple[list[Directive], list[str]]:
                 warnings.append(f"line {number}: tide does not translate {stripped.split()[0]} "
                                 "directives; write them as #SBATCH options")
             continue
-        words = split_words(rest)
+        try:
+            words = split_words(rest)
+        except ValueError as e:
+            raise JobSpecError("", None, f"line {number}: {e} in [{line[:200]}]; close it, "
+                               "or escape it with a backslash") from None
         if words:
             found.append(Directive(number, tuple(words)))
     return found, warnings
@@ -99,6 +104,8 @@ def split_words(text: str) -> list[str]:
         else:
             buf.append(ch)
             started = True
+    if quote:  # sbatch: fatal "Unmatched `"`" (a name or path would silently take the rest)
+        raise ValueError(f"unmatched `{quote}`")
     if started:
         words.append("".join(buf))
     return words
