@@ -175,3 +175,27 @@ def test_a_job_whose_user_stopped_its_supervisor_still_ends(spool: Path, how: st
                        if procs.owner(p.pid) == u.uid and not p.zombie]:  # fmt: skip
             assert time.monotonic() < deadline, f"left running: {left}"
             time.sleep(0.1)
+
+
+def test_a_readopted_job_gets_its_limit_from_the_controller_not_its_directory(
+    spool: Path,
+) -> None:
+    """After a controller restart the limit comes from the store (watch_limit): the
+    job's user may have rewritten spec.json, and may have stopped the supervisor."""
+    with os_user() as u:
+        work = spool / "work"
+        work.mkdir(mode=0o700)
+        identity.own(work, u)
+        first = Runner(LocalExecutor(spool / "state", kill_wait=1.0, backstop=1.0), work)
+        first.launch(7, "#!/bin/sh\nsleep 300\n", os_user=u.name, time_limit=3)
+        deadline = time.monotonic() + 60
+        while (pid := first.ex.supervisor_pid(7)) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert run_as(u, ["kill", "-STOP", str(pid)]).returncode == 0
+        started = time.time()
+        again = Runner(LocalExecutor(spool / "state", kill_wait=1.0, backstop=1.0), work)
+        assert again.ex.running() == {7}
+        again.ex.watch_limit(7, started, 3)
+        rep = again.wait(7, timeout=60)
+        assert rep.reason == "timeout"

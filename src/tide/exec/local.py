@@ -43,7 +43,7 @@ _TIDE_DIR = str(Path(__file__).resolve().parents[2])  # holds the tide package
 # Seconds past a cancel's grace, or past a time limit and KillWait, after which the
 # executor ends a job itself: its supervisor runs as the job's user, who can stop it.
 BACKSTOP = 30.0
-_SHARED_DIR_MODE = 0o711  # checkpoints/: job users pass through, list nothing
+_SHARED_DIR_MODE = 0o711  # jobs/, checkpoints/: job users pass through, list nothing
 # What a supervisor started as another user keeps of the controller's environment
 # (the rest may hold the controller's secrets: a database URL, a token).
 _KEPT_ENV = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TIDE_RAY_AGENT")
@@ -76,6 +76,8 @@ class LocalExecutor(Executor):
         self.state_dir = Path(state_dir).resolve()
         self.jobs_dir = self.state_dir / "jobs"
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # users enter their own job's directory only
+            self.jobs_dir.chmod(_SHARED_DIR_MODE)
         self.checkpoints_dir = self.state_dir / "checkpoints"
         self.kill_wait = kill_wait
         self.backstop = backstop
@@ -311,6 +313,13 @@ class LocalExecutor(Executor):
                     self._deadlines[job_id] = (when, "cancelled", why)
             elif jobdir.read_exit(d) is None and (d / jobdir.SPEC).exists():
                 self._bury(job_id, "cancelled", "cancelled; its supervisor was already gone")
+
+    def watch_limit(self, job_id: int, started: float, seconds: int) -> None:
+        """A re-adopted job's time limit, from the controller's store (Unix time of
+        its start, seconds), for enforce(): never from the job's own directory."""
+        with self._lock:
+            ago = max(0.0, time.time() - started)
+            self._limits[job_id] = (time.monotonic() - ago, int(seconds))
 
     def enforce(self) -> None:
         """End, as the executor, a job whose supervisor did not end it: BACKSTOP

@@ -29,6 +29,7 @@ class Principal:
     user: str
     role: str  # job, user, operator, admin
     job_id: int | None = None  # for role "job"
+    run: int = 0  # for role "job": the run (restart count) the token was given to
 
     def at_least(self, role: str) -> bool:
         return RANK[self.role] >= RANK[role]
@@ -42,9 +43,13 @@ def role_of(admin_level: str) -> str:
     return ROLE_OF_LEVEL.get(admin_level.lower(), "user")
 
 
-def job_token(secret: bytes, job_id: int) -> str:
-    mac = hmac.new(secret, f"job:{job_id}".encode(), hashlib.sha256).hexdigest()[:32]
-    return f"{JOB_PREFIX}{job_id}_{mac}"
+def job_token(secret: bytes, job_id: int, run: int = 0) -> str:
+    """The token of one run of a job: a requeued job's next run (restart count
+    `run`) gets another, so an earlier run's token dies with that run."""
+    what, name = (f"job:{job_id}", str(job_id)) if run == 0 else (
+        f"job:{job_id}:{run}", f"{job_id}r{run}")  # fmt: skip
+    mac = hmac.new(secret, what.encode(), hashlib.sha256).hexdigest()[:32]
+    return f"{JOB_PREFIX}{name}_{mac}"
 
 
 class Authenticator:
@@ -97,12 +102,15 @@ class Authenticator:
         return p
 
     def _job_principal(self, secret: str) -> Principal:
+        name = secret[len(JOB_PREFIX) :].split("_", 1)[0]
+        ident, _, run_text = name.partition("r")
         try:
-            job_id = int(secret[len(JOB_PREFIX) :].split("_", 1)[0])
+            job_id, run = int(ident), int(run_text or 0)
         except ValueError:
-            job_id = -1
-        if job_id < 0 or not hmac.compare_digest(job_token(self._secret, job_id), secret):
+            job_id, run = -1, -1
+        valid = job_id >= 0 and run >= 0 and len(name) < 32
+        if not valid or not hmac.compare_digest(job_token(self._secret, job_id, run), secret):
             raise ApiError(
                 401, "invalid job token", "Authorization", "use TIDE_JOB_TOKEN of the job"
             )
-        return Principal(f"job:{job_id}", "job", job_id)
+        return Principal(f"job:{job_id}", "job", job_id, run)

@@ -50,7 +50,7 @@ def launch_spec(
             )
         )
     env: dict[str, Any] = json.loads(row.env or "{}")
-    env.update({"TIDE_URL": url, "TIDE_JOB_TOKEN": job_token(secret, row.id)})
+    env.update({"TIDE_URL": url, "TIDE_JOB_TOKEN": job_token(secret, row.id, row.restarts)})
     sig = req.signal
     return LaunchSpec(
         job_id=row.id,

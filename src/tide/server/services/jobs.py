@@ -60,7 +60,13 @@ def check_owner(who: Principal, row: JobRow, action: str) -> None:
     if who.operator or row.user == who.user:
         return
     if who.role == "job" and who.job_id == row.id and action == "notify":
-        return
+        if who.run == row.restarts:
+            return
+        raise forbidden(
+            f"this job token belongs to run {who.run} of job {row.id}, which has ended "
+            f"(the job runs again as run {row.restarts})",
+            "use TIDE_JOB_TOKEN of the running job",
+        )
     raise forbidden(
         f"job {row.id} belongs to {row.user!r}; user {who.user!r} may not {action} it",
         "act only on your own jobs, or ask an operator",

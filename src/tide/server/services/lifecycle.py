@@ -313,10 +313,14 @@ def reconcile(ctl: Any) -> None:
     alive = ctl.executor.running()
     collect_exits(ctl)
     now = time.time()
+    cols = (JobRow.id, JobRow.state, JobRow.start_time, JobRow.time_limit, JobRow.suspended_seconds)
     with ctl.sessions() as s:
-        live = [r[0] for r in s.execute(select(JobRow.id).where(JobRow.state.in_(LIVE)))]
-    for job_id in live:
+        live = list(s.execute(select(*cols).where(JobRow.state.in_(LIVE))))
+    watch = getattr(ctl.executor, "watch_limit", None)
+    for job_id, state, start, limit, suspended in live:
         if job_id in alive:
+            if watch is not None and state == "RUNNING" and start and limit:
+                watch(job_id, start, int(limit + (suspended or 0)))  # the executor's backstop
             continue
         if _never_launched(ctl.executor, job_id):
             _requeue_unlaunched(ctl, job_id, now)
