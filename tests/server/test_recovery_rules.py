@@ -17,6 +17,7 @@ import tide.job as tj
 from tide.exec.base import ExitReport
 from tide.model import Cluster, Partition
 from tide.model.sched_config import SchedulerConfig
+from tide.sched.requeue import MAX_BACKOFF
 from tide.server.services import recovery as rc
 
 
@@ -57,7 +58,7 @@ def test_settings_from_slurm_keys_with_named_errors() -> None:
     assert errors[0].startswith("MaxBatchRequeue='lots': write a whole number")
     assert errors[1].startswith("RequeueExit='x'")
     assert [rc.Policy(backoff=2).delay(n) for n in (1, 2, 3)] == [2, 4, 8]
-    assert rc.Policy(backoff=100).delay(10) == rc.MAX_BACKOFF
+    assert rc.Policy(backoff=100).delay(10) == MAX_BACKOFF
 
 
 def _row(**kw: Any) -> Any:

@@ -59,13 +59,14 @@ def _job(jid: int, train: TrainModel | None = SEVEN_B, **kw: float) -> SimJob:
 def test_a_failure_makes_the_job_pay_for_work_it_redoes() -> None:
     """Work 3600 s, a checkpoint every 600 s of work costing 60 s. gpu01 fails
     at t=1000: one checkpoint done (saved 600 s of work, at t=660), so
-    8 x (1000 - 660) = 2720 GPU-s are lost. The job restarts at once on gpu02
-    with 3000 s of work left: 4 checkpoints (none at the very end), 3240 s.
+    8 x (1000 - 660) = 2720 GPU-s are lost. The job restarts on gpu02 after
+    the live controller's RequeueBackoff (5 s, tide.sched.requeue) with 3000 s
+    of work left: 4 checkpoints (none at the very end), 3240 s.
     Paid: 8 x 1000 + 8 x 3240 = 33,920 GPU-s; work done once: 3600 s."""
     job = _job(1, checkpoint_interval=600.0, checkpoint_cost=60.0)
     run = run_policy(_inputs([job]), "slurm", SchedulerConfig(), [Fault(1000.0, "gpu01", 99999)])
     (res,) = run.results
-    assert res.restarts == 1 and res.end == pytest.approx(1000 + 3240)
+    assert res.restarts == 1 and res.end == pytest.approx(1000 + 5 + 3240)
     t = run.metrics["training"]
     lab = t["accounts"]["lab"]
     assert t["all"] == lab and lab["jobs"] == 1

@@ -40,6 +40,7 @@ from tide.sched.index import ClusterIndex
 from tide.sched.placement import Free, Pick, concrete, select_nodes
 from tide.sched.preempt_rules import SUSPEND, Rules
 from tide.sched.quota import QuotaLedger
+from tide.sched.requeue import requeueable
 from tide.sched.state import Usage
 from tide.sched.types import (
     Allocation,
@@ -420,7 +421,9 @@ def _candidate(cyc: Cycle, rules: Rules, r: Running, vpart: Partition | None, ki
     snap = cyc.snap
     if mode is None:
         mode = rules.mode(snap.accounts, r.job, vpart)
-    elif mode == rules_mod.REQUEUE and not rules_mod._requeueable(r.job, vpart):
+    elif mode == rules_mod.REQUEUE and not requeueable(
+        r.job.request.requeue, vpart, rules.job_requeue
+    ):
         mode = rules_mod.CANCEL
     if mode not in (rules_mod.REQUEUE, rules_mod.CANCEL, SUSPEND):
         return None

@@ -30,6 +30,8 @@ from tide.model import Job, Partition
 from tide.model.account import AccountTree
 from tide.model.cluster import Cluster
 from tide.model.sched_config import SchedulerConfig
+from tide.sched.requeue import lost_gpu_seconds as lost
+from tide.sched.requeue import requeue_policy, requeueable
 from tide.sched.types import Running
 
 QOS, PARTITION = "preempt/qos", "preempt/partition_prio"
@@ -95,13 +97,16 @@ class Rules:
     kind: str  # QOS, PARTITION, or "" (preemption off)
     cluster_mode: str
     exempt: int | None  # global PreemptExemptTime, seconds
+    job_requeue: bool = True  # JobRequeue (tide.sched.requeue)
 
     @classmethod
     def of(cls, cfg: SchedulerConfig) -> Rules:
         kind = cfg.preempt_type.strip().lower()
         kind = kind if kind in (QOS, PARTITION) else ""
         exempt = cfg.extra.get("PreemptExemptTime") or cfg.extra.get("preemptexempttime")
-        return cls(kind, main_mode(cfg.preempt_mode) or OFF, slurm_seconds(exempt or ""))
+        job_requeue = requeue_policy(cfg)[0].job_requeue
+        return cls(kind, main_mode(cfg.preempt_mode) or OFF, slurm_seconds(exempt or ""),
+                   job_requeue)  # fmt: skip
 
     @property
     def enabled(self) -> bool:
@@ -133,7 +138,9 @@ class Rules:
         elif victim_part is not None:
             own = victim_part.preempt_mode
         mode = main_mode(own) or self.cluster_mode
-        if mode == REQUEUE and not _requeueable(victim, victim_part):
+        if mode == REQUEUE and not requeueable(
+            victim.request.requeue, victim_part, self.job_requeue
+        ):
             return CANCEL
         return mode
 
@@ -156,18 +163,11 @@ class Rules:
         return limit is not None and now - r.start < limit
 
 
-def _requeueable(job: Job, part: Partition | None) -> bool:
-    if job.request.requeue is not None:
-        return job.request.requeue
-    return not (part is not None and part.requeue is False)
-
-
 def lost_gpu_seconds(r: Running, now: float, last_checkpoint: dict[int, float], mode: str) -> float:
-    """Work the victim would lose: its GPUs x seconds since its last checkpoint."""
+    """Work the victim would lose (tide.sched.requeue's rule); none if suspended."""
     if mode == SUSPEND:
         return 0.0
-    last = last_checkpoint.get(r.job.id, r.start)
-    return float(r.alloc.gpu_count * max(0.0, now - max(last, r.start)))
+    return lost(r.alloc.gpu_count, r.start, last_checkpoint.get(r.job.id), now)
 
 
 def rank(accounts: AccountTree, r: Running, part: Partition | None) -> tuple[int, int]:

@@ -22,7 +22,7 @@ import copy
 import heapq
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tide.hostlist import compress, index_ranges
 from tide.model import AccountTree, Cluster, Job, JobState
@@ -31,6 +31,7 @@ from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.isolate import describe, schedule_isolating
 from tide.sched.policies import Policy, policy_for
+from tide.sched.requeue import requeue_policy
 from tide.sched.state import Usage
 from tide.sched.types import (
     Allocation,
@@ -159,6 +160,9 @@ class Engine:
         self.passes: list[float] | None = None
         self.pass_backfill: dict[float, bool] = {}  # a pass -> it ran backfill, where known
         self._last_bf_pass: float | None = None
+        self.requeue_rules = requeue_policy(self.config)[0]  # JobRequeue, MaxBatchRequeue...
+        if not self.requeue_default:
+            self.requeue_rules = replace(self.requeue_rules, job_requeue=False)
         self._preemptive = (
             self.config.preempt_type not in ("", "preempt/none") or self.quotas is not None
         )

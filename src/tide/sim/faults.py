@@ -3,10 +3,11 @@
 A failure takes a node DOWN until its repair. Every job with a share on it
 loses the work done since its last completed checkpoint (all of it when it
 does not checkpoint): lost GPU-seconds = the job's GPUs x (failure time -
-last checkpoint). A requeueable job (--requeue, or the cluster default,
-which is Slurm's JobRequeue=1) goes back to the queue at once, keeping its
-submit time (so its priority age) and the work it had saved; any other job
-ends NODE_FAIL. These are the rules of the live controller's recovery.
+last checkpoint). A requeueable job (--requeue, else its partition's
+Requeue=, else the cluster's JobRequeue) under MaxBatchRequeue goes back to
+the queue after the RequeueBackoff, keeping its submit time (so its
+priority age) and the work it had saved; any other job ends NODE_FAIL.
+These are the live controller's rules, from the core (tide.sched.requeue).
 
 Checkpoints: every `checkpoint_interval` seconds of work the job spends
 `checkpoint_cost` seconds saving; a checkpoint counts once it completes.
@@ -15,13 +16,15 @@ Checkpoints: every `checkpoint_interval` seconds of work the job spends
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tide.model import JobState, NodeState
+from tide.model import Job, JobState, NodeState
+from tide.sched import requeue as requeue_rules
+from tide.sched.requeue import Requeue
 
 if TYPE_CHECKING:
     from tide.sim.engine import Active, Engine
@@ -125,10 +128,13 @@ def _lose(
     saved_at: float | None = None,
 ) -> float:
     """End the attempt at t: its work since the last checkpoint is lost; the
-    job requeues (`requeue`, None = its --requeue or the cluster default) or
-    ends in `final`. `saved_at`: the job saved a checkpoint of everything it
-    had done by then, finished at t (a save on the preemption warning).
-    Returns the lost GPU-seconds (preemption reuses this)."""
+    job requeues or ends in `final`. `requeue`: a preemption's verdict (at
+    once, uncounted), None = a failure, decided by the core's rules as the
+    live controller decides it (tide.sched.requeue: --requeue, the partition's
+    Requeue=, JobRequeue, MaxBatchRequeue; the backoff becomes a begin time).
+    `saved_at`: the job saved a checkpoint of everything it had done by then,
+    finished at t (a save on the preemption warning). Returns the lost
+    GPU-seconds (preemption reuses this)."""
     job = act.job
     del engine.active[job.id]
     engine.usage.release(engine.held(act))
@@ -138,15 +144,17 @@ def _lose(
     if saved_at is not None:
         saved, last = work_done(act, min(saved_at, worked)), worked
     res = engine.results[job.id]
-    lost = act.alloc.gpu_count * max(0.0, worked - last)
+    lost = requeue_rules.lost_gpu_seconds(act.alloc.gpu_count, act.start, last, worked)
     res.lost_gpu_seconds += lost
     engine.close_training(act, t, saved, lost)  # paid until t, suspended or not
-    if requeue is None:
-        requeue = job.request.requeue if job.request.requeue is not None else engine.requeue_default
-    if requeue:
+    verdict = _verdict(engine, job, res.partition, requeue)
+    if verdict.again:
         job.meta["work_done"] = float(job.meta.get("work_done", 0.0)) + saved  # type: ignore[arg-type]
         job.restarts += 1
         job.state = JobState.PENDING
+        if verdict.delay > 0:  # the core wakes for it (Decisions.wake)
+            begin = max(job.request.begin or 0.0, t + verdict.delay)
+            job.request = replace(job.request, begin=begin)
         res.restarts = job.restarts
         res.state = JobState.PENDING.value
         engine.pending[job.id] = job
@@ -155,3 +163,12 @@ def _lose(
     res.state = final.value
     engine.finished[job.display_id] = res.state
     return lost
+
+
+def _verdict(engine: Engine, job: Job, partition: str, requeue: bool | None) -> Requeue:
+    if requeue is not None:  # preemption: requeued at once, or ended
+        return Requeue(requeue)
+    pol = engine.requeue_rules
+    part = engine.cluster.partition(partition)
+    can = requeue_rules.requeueable(job.request.requeue, part, pol.job_requeue)
+    return requeue_rules.decide(pol, True, False, can, job.restarts)

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import select
 
 from tide.exec.base import ExitReport
+from tide.sched import requeue
 from tide.server.services import recovery
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -131,7 +132,7 @@ def requeue_or_end(
     if lost_gpu_seconds is None:
         lost_gpu_seconds = recovery.lost_gpu_seconds(row, now, ending)
     can = ending.retryable and recovery.requeueable(row, ctl.cluster, pol)
-    again = ending.forced or (can and row.restarts < pol.max_restarts)
+    verdict = requeue.decide(pol, ending.retryable, ending.forced, can, row.restarts)
     gpu_seconds = accounting.close_attempt(
         session,
         row.id,
@@ -152,11 +153,11 @@ def requeue_or_end(
         + (0.0 if ending.counted else lost_gpu_seconds),
         "fail_cause": ending.cause[:1000] if ending.state != "COMPLETED" else row.fail_cause,
     }
-    if again:
-        _back_to_queue(session, row, ending, now, pol, totals)
+    if verdict.again:
+        _back_to_queue(session, row, ending, now, verdict.delay, totals)
         return "PENDING"
     why = ending.cause or f"exit {ending.exit_code}:{ending.signal}"
-    if can and not again:
+    if verdict.capped:
         why += f" (not requeued: {row.restarts} restarts reached MaxBatchRequeue)"
     values = {
         **totals,
@@ -177,12 +178,11 @@ def _back_to_queue(
     row: JobRow,
     ending: recovery.Ending,
     now: float,
-    pol: recovery.Policy,
+    delay: float,
     totals: dict[str, Any],
 ) -> None:
     values = {**_requeue_values(row, 0.0), **totals}
     values["eligible_time"] = row.eligible_time  # the priority age is kept
-    delay = 0.0 if ending.forced else pol.delay(row.restarts + 1)
     if delay > 0:
         req = codec.request_from_json(row.request)
         begin = max(req.begin or 0.0, now + delay)

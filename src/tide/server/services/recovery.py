@@ -1,7 +1,8 @@
 """Recovery rules: why an attempt ended, whether the job goes back to the queue,
 and what the failure cost (docs/recovery.md).
 
-The rules are the twin's (tide.sim.faults), so lost GPU-hours compare across
+The requeue and lost-work rules live once in the core (tide.sched.requeue),
+used here and by the twin (tide.sim.faults), so lost GPU-hours compare across
 the live controller and simulated policies:
 
 * lost GPU-seconds of an attempt that ended involuntarily (node failure,
@@ -28,13 +29,14 @@ from typing import Any
 from tide.exec.base import ExitReport
 from tide.model import Cluster
 from tide.model.sched_config import SchedulerConfig
+from tide.sched import requeue as rules
+from tide.sched.requeue import RequeuePolicy, requeue_policy
 from tide.store.models import JobRow
 
 REQUEUE = "requeue:"  # cancel_requested prefix: a person asked for a requeue
 NODE_FAIL = "node_fail:"  # ...: a node of the job failed or was set DOWN
 PREEMPT = "preempt:"  # ...: the scheduler preempts the job, PreemptMode=CANCEL (issue 7)
 PREEMPT_ACTOR = "preempt"  # "requeue:preempt": a preemption requeue
-MAX_BACKOFF = 600.0
 _NAMED = {  # executor reasons with a state of their own
     "timeout": ("TIMEOUT", "time limit reached"),
     "oom": ("OUT_OF_MEMORY", "out of memory"),
@@ -42,56 +44,18 @@ _NAMED = {  # executor reasons with a state of their own
 }
 
 
-@dataclass(slots=True, frozen=True)
-class Policy:
-    job_requeue: bool = True  # JobRequeue: the default for jobs that do not say
-    max_restarts: int = 5  # MaxBatchRequeue
-    requeue_exit: frozenset[int] = frozenset()  # RequeueExit: exit codes worth a retry
-    backoff: float = 5.0  # RequeueBackoff (tide): seconds before the first restart
-
-    def delay(self, restarts: int) -> float:
-        """Seconds a job waits before restart number `restarts` (1, 2, ...)."""
-        return min(MAX_BACKOFF, self.backoff * 2 ** max(0, restarts - 1))
+Policy = RequeuePolicy  # the cluster's requeue settings (tide.sched.requeue)
 
 
 def policy(config: SchedulerConfig) -> Policy:
     """The cluster's recovery settings, from its slurm.conf keys (or the YAML
     scheduler's `extra`). A bad value keeps that key's default; policy_errors
     names it (the server logs it at start and shows it in GET /v1/cluster)."""
-    return _parse(config)[0]
+    return requeue_policy(config)[0]
 
 
 def policy_errors(config: SchedulerConfig) -> list[str]:
-    return _parse(config)[1]
-
-
-def _parse(config: SchedulerConfig) -> tuple[Policy, list[str]]:
-    extra = {k.lower(): (k, v.strip()) for k, v in config.extra.items()}
-    d = Policy()
-    errors: list[str] = []
-
-    def get(key: str, convert: Any, default: Any, fix: str) -> Any:
-        name, text = extra.get(key.lower(), (key, None))
-        if text is None or text == "":
-            return default
-        try:
-            return convert(text)
-        except ValueError:
-            errors.append(f"{name}={text!r}: {fix}; using {default!r}")
-            return default
-
-    def codes(text: str) -> frozenset[int]:
-        return frozenset(int(c) for c in text.replace(" ", "").split(",") if c)
-
-    return (
-        Policy(
-            get("JobRequeue", lambda t: bool(int(t)), d.job_requeue, "write 0 or 1"),
-            max(0, get("MaxBatchRequeue", int, d.max_restarts, "write a whole number, e.g. 5")),
-            get("RequeueExit", codes, d.requeue_exit, "write exit codes, e.g. 75,140"),
-            max(0.0, get("RequeueBackoff", float, d.backoff, "write seconds, e.g. 5")),
-        ),
-        errors,
-    )
+    return requeue_policy(config)[1]
 
 
 @dataclass(slots=True, frozen=True)
@@ -110,13 +74,10 @@ class Ending:
 
 
 def requeueable(row: JobRow, cluster: Cluster, pol: Policy) -> bool:
-    req = json.loads(row.request)
-    if req.get("requeue") is not None:
-        return bool(req["requeue"])
+    """The core's rule (tide.sched.requeue) on the stored job."""
+    asked = json.loads(row.request).get("requeue")
     part = cluster.partition(row.run_partition or row.partition.split(",")[0])
-    if part is not None and part.requeue is not None:
-        return part.requeue
-    return pol.job_requeue
+    return rules.requeueable(None if asked is None else bool(asked), part, pol.job_requeue)
 
 
 def signal_name(sig: int) -> str:
@@ -159,13 +120,10 @@ def classify(report: ExitReport, asked: str, message: str, pol: Policy) -> Endin
 
 
 def lost_gpu_seconds(row: JobRow, end: float, ending: Ending) -> float:
-    """GPUs x (end - the attempt's last checkpoint, or its start): the twin's rule."""
+    """The core's rule (tide.sched.requeue); nothing for a person's end or a success."""
     if ending.voluntary or ending.state == "COMPLETED" or row.start_time is None:
         return 0.0
-    since = row.start_time
-    if row.last_checkpoint is not None and row.last_checkpoint > since:
-        since = row.last_checkpoint
-    return float(row.gpus_alloc) * max(0.0, end - since)
+    return rules.lost_gpu_seconds(row.gpus_alloc, row.start_time, row.last_checkpoint, end)
 
 
 def describe(row: JobRow, values: dict[str, Any]) -> str:
