@@ -147,9 +147,9 @@ CTX = BatchContext(
 
 
 def test_batch_env_values() -> None:
-    env = batch_env(
-        _spec(env={"FOO": "bar", "SLURM_PROCID": "7", "PATH": "/usr/bin"}, time_limit=60), CTX
-    )
+    spec = _spec(env={"FOO": "bar", "SLURM_PROCID": "7", "PATH": "/usr/bin"}, time_limit=60,
+                 ntasks_per_node=2)  # fmt: skip
+    env = batch_env(spec, CTX)
     expected = {
         "SLURM_JOB_ID": "42",
         "SLURM_JOBID": "42",
@@ -289,3 +289,16 @@ def test_memory_variables_are_the_option_given_as_sbatch_sets_them() -> None:
     assert [per_cpu.get(k) for k in mem] == [None, "1024", None]
     assert [per_gpu.get(k) for k in mem] == [None, None, "2048"]
     assert [none.get(k) for k in mem] == [None, None, None]
+
+
+def test_task_counts_are_set_only_when_asked_for_as_sbatch_does() -> None:
+    """Slurm 22.05: `sbatch -N2` sets neither SLURM_NTASKS nor SLURM_NTASKS_PER_NODE (only
+    SLURM_TASKS_PER_NODE=1(x2)); -n4 sets SLURM_NTASKS/NPROCS; --ntasks-per-node=2 both."""
+    keys = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+    nodes = [NodeLaunch(f"n{i}", "", (), (0,), 100, 1) for i in (1, 2)]
+    plain = batch_env(_spec(nodes=nodes, ntasks=2, tasks_asked=False), CTX)
+    assert [plain.get(k) for k in keys] == [None, None, None, "1(x2)"]
+    asked = batch_env(_spec(nodes=nodes, ntasks=2), CTX)
+    assert [asked.get(k) for k in keys] == ["2", "2", None, "1(x2)"]
+    per_node = batch_env(_spec(nodes=nodes, ntasks=2, ntasks_per_node=1), CTX)
+    assert [per_node.get(k) for k in keys] == ["2", "2", "1", "1(x2)"]

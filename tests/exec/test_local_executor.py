@@ -34,7 +34,8 @@ def test_batch_script_sees_slurm_environment(runner: Runner) -> None:
     nodes = [node("node01", (0, 1), (0,), 2), node("node02", (2, 3), (1,), 2)]
     script = "#!/bin/bash\nenv\necho SRUN=$(command -v srun)\n"
     env = {"PATH": "/usr/bin:/bin", "FOO": "bar", "SLURM_PROCID": "9"}
-    runner.launch(101, script, nodes=nodes, env=env, restart_count=2, cpus_per_task=1)
+    runner.launch(101, script, nodes=nodes, env=env, restart_count=2, cpus_per_task=1,
+                  ntasks_per_node=2)  # fmt: skip
     report = runner.wait(101)
     assert (report.exit_code, report.signal, report.reason) == (0, 0, "")
     job_dir = runner.ex.job_dir(101)

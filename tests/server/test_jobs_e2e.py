@@ -51,7 +51,7 @@ def test_batch_job_runs_with_slurm_environment(tiny: Any) -> None:
     env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     assert env["SLURM_JOB_ID"] == str(jid)
     assert env["SLURM_JOB_NAME"] == "envcheck"
-    assert env["SLURM_NNODES"] == "1" and env["SLURM_NTASKS"] == "1"
+    assert env["SLURM_NNODES"] == "1" and env["SLURM_NTASKS"] == ""  # no -n: unset, as sbatch
     assert env["SLURM_CPUS_PER_TASK"] == "2"
     assert env["SLURM_GPUS_ON_NODE"] == "2"
     assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == 2

@@ -64,6 +64,10 @@ class LaunchSpec:
     mem_per_node: int | None = None
     mem_per_cpu: int | None = None
     mem_per_gpu: int | None = None
+    # sbatch sets SLURM_NTASKS/NPROCS only when -n or --ntasks-per-node was given, and
+    # SLURM_NTASKS_PER_NODE only for --ntasks-per-node (Slurm 22.05)
+    tasks_asked: bool = True
+    ntasks_per_node: int | None = None
     # The OS user the job runs as (tide.exec.identity); "" = the executor's own user
     # (single-user mode). An executor that cannot become this user refuses the job.
     os_user: str = ""

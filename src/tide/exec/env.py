@@ -134,8 +134,6 @@ def batch_env(spec: LaunchSpec, ctx: BatchContext) -> dict[str, str]:
             "SLURM_NODELIST": compress(names),
             "SLURM_JOB_NUM_NODES": str(len(names)),
             "SLURM_NNODES": str(len(names)),
-            "SLURM_NTASKS": str(spec.ntasks),
-            "SLURM_NPROCS": str(spec.ntasks),
             "SLURM_TASKS_PER_NODE": tasks_per_node([n.ntasks for n in spec.nodes]),
             "SLURM_JOB_CPUS_PER_NODE": tasks_per_node([n.cpus for n in spec.nodes]),
             "SLURM_CPUS_PER_TASK": str(spec.cpus_per_task),
@@ -160,9 +158,10 @@ def batch_env(spec: LaunchSpec, ctx: BatchContext) -> dict[str, str]:
             "TIDE_PYTHONPATH": ctx.pythonpath,
         }
     )
-    per_node = {n.ntasks for n in spec.nodes}
-    if len(per_node) == 1:
-        env["SLURM_NTASKS_PER_NODE"] = str(per_node.pop())
+    if spec.tasks_asked:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(spec.ntasks)
+    if spec.ntasks_per_node is not None:
+        env["SLURM_NTASKS_PER_NODE"] = str(spec.ntasks_per_node)
     if spec.time_limit is not None:
         env["SLURM_JOB_END_TIME"] = str(int(ctx.started) + spec.time_limit)
     if spec.qos:

@@ -81,6 +81,8 @@ def launch_spec(
         mem_per_node=req.mem_per_node,
         mem_per_cpu=req.mem_per_cpu,
         mem_per_gpu=req.mem_per_gpu,
+        tasks_asked=req.ntasks is not None or req.ntasks_per_node is not None,
+        ntasks_per_node=req.ntasks_per_node,
     )
 
 
