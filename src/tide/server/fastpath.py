@@ -44,7 +44,10 @@ class FastSubmit:
             status, body = await self._submit(scope, receive)
             await _answer(send, status, body)
             return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await _answered_always(self.app, scope, receive, send)
 
     async def _submit(self, scope: Scope, receive: Any) -> tuple[int, bytes]:
         ctl = scope["app"].state.ctl if "app" in scope else self.app.state.ctl
@@ -80,6 +83,28 @@ class FastSubmit:
                 f"{first['array_job_id']}_{r['array_task_id']}" for r in prepared.rows
             ]
         return 201, _dumps(out)
+
+
+async def _answered_always(app: Any, scope: Scope, receive: Any, send: Any) -> None:
+    """Run the app; an exception it raises is answered as JSON (errors.internal_error:
+    507 for a full disk, 503 for a lost database, else 500) and goes no further.
+    Starlette answers an unhandled exception and then raises it again, and the
+    server then drops the keep-alive connection: the client's next request on it
+    failed with a reset."""
+    started = False
+
+    async def tracked(message: Any) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, tracked)
+    except Exception as e:
+        if started:  # the app's handler answered it (and logged it) already
+            return
+        err = internal_error(e, f"{scope.get('method')} {scope.get('path')}")
+        await _answer(send, err.status, _dumps(err.body()))
 
 
 _NUL_ERROR = {
