@@ -7,8 +7,12 @@
    the API call alone. Target < 1 s.
 3. The API during a scheduling pass over that queue: ping latency while the
    loop runs a full backfill pass.
+4. With --modes (root only): the submission rate of 1. in single-user mode and
+   in per-user mode (each submission checks the user's OS account), on two
+   servers one after the other in the same run, and their ratio.
 
 Usage: .venv/bin/python bench/bench_api.py [--seconds 10] [--clients 64] [--queue 100000]
+       .venv/bin/python bench/bench_api.py --modes [--seconds 10]
 """
 
 from __future__ import annotations
@@ -248,6 +252,35 @@ def steady_pass(srv: ServerProc, wait: float = 180.0) -> dict[str, float]:
     return p.result()
 
 
+def compare_modes(args: argparse.Namespace, rounds: int = 2) -> dict[str, object]:
+    """Submission in single-user mode (the baseline) and in per-user mode,
+    alternated `rounds` times so that a change in the machine's load hits both."""
+    runs: dict[str, list[dict[str, float]]] = {"single_user": [], "per_user": []}
+    for _ in range(rounds):
+        for mode, per_user in (("single_user", False), ("per_user", True)):
+            with tempfile.TemporaryDirectory() as tmp:
+                spool = ["--spool-dir", str(Path(tmp) / "spool")] if per_user else []
+                args_ = ["--demo", "--executor", "none", *spool]
+                srv = ServerProc(Path(tmp) / "data", args_, per_user=per_user).start()
+                try:
+                    runs[mode].append(bench_submit(srv, args.clients, args.seconds, args.procs))
+                finally:
+                    srv.stop()
+    out: dict[str, object] = {}
+    for mode, rs in runs.items():
+        out[mode] = {
+            "jobs_per_s": statistics.mean(r["jobs_per_s"] for r in rs),
+            "server_cpu_ms_per_job": statistics.mean(r["server_cpu_ms_per_job"] for r in rs),
+            "runs": [round(r["jobs_per_s"], 1) for r in rs],
+        }
+    single, per = out["single_user"], out["per_user"]
+    out["per_user_vs_single_user_rate"] = per["jobs_per_s"] / single["jobs_per_s"]  # type: ignore[index]
+    out["per_user_vs_single_user_cpu"] = (
+        per["server_cpu_ms_per_job"] / single["server_cpu_ms_per_job"]  # type: ignore[index]
+    )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -255,7 +288,13 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2, help="client processes")
     ap.add_argument("--queue", type=int, default=100_000)
     ap.add_argument("--skip-queue", action="store_true")
+    ap.add_argument("--modes", action="store_true", help="single-user vs per-user (root)")
     args = ap.parse_args()
+    if args.modes:
+        if os.geteuid() != 0:
+            raise SystemExit("--modes needs root: per-user mode runs jobs as their users")
+        print(json.dumps({"cpus": os.cpu_count(), **compare_modes(args)}, indent=1))
+        return
     out: dict[str, object] = {"cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         srv = ServerProc(Path(tmp) / "data", ["--demo", "--executor", "none"]).start()

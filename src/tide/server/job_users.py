@@ -13,6 +13,7 @@ for a personal machine or tests, never for a shared cluster.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from tide.exec import identity
@@ -25,6 +26,9 @@ class JobUsers:
     server_user: str  # the controller's OS user
     any_user: bool = False  # single-user mode: every tide user's jobs accepted
     user_map: dict[str, str] = field(default_factory=dict)
+    # OS users found, and until when that answer is kept (a submit checks the
+    # account; a burst of one user's submissions asks the password database once)
+    _found: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def start(cls, single_user: bool, any_user: bool, user_map: dict[str, str]) -> JobUsers:
@@ -53,7 +57,7 @@ class JobUsers:
         """May jobs of tide user `user` be accepted? ApiError with the fix if not."""
         os_user = self.os_user(user)
         if self.per_user:
-            if not identity.exists(os_user):
+            if not self._exists(os_user):
                 mapped = f" (mapped to OS user {os_user!r})" if os_user != user else ""
                 raise bad_request(
                     f"user {user!r}{mapped} has no OS account on this cluster: jobs run as "
@@ -66,6 +70,24 @@ class JobUsers:
             return
         if os_user != self.server_user and not self.any_user:
             raise _single_user_refusal(user, self.server_user)
+
+
+    def _exists(self, os_user: str) -> bool:
+        """identity.exists, a found account kept FOUND_FOR seconds (a missing one is
+        asked again each time, so a new account works at once; a deleted one fails
+        its jobs at launch, with the reason)."""
+        now = time.monotonic()
+        if self._found.get(os_user, 0.0) > now:
+            return True
+        if not identity.exists(os_user):
+            return False
+        if len(self._found) > 10_000:
+            self._found.clear()
+        self._found[os_user] = now + FOUND_FOR
+        return True
+
+
+FOUND_FOR = 60.0
 
 
 def _single_user_refusal(user: str, server: str) -> ApiError:
