@@ -146,13 +146,25 @@ class JobRequest:
         return 1
 
     def total_gpus(self, nodes: int) -> int:
+        """GPUs the job holds on `nodes` nodes: the one count placement, limits,
+        quotas, priority, accounting and views use (tide.sched.shape allocates
+        exactly this: --gpus-per-task gives every node the GPUs of its most
+        loaded node's tasks, as each node gets the same share)."""
         if self.gpus_per_node is not None:
             return self.gpus_per_node * nodes
         if self.gpus is not None:
             return self.gpus
         if self.gpus_per_task is not None:
-            return self.gpus_per_task * self.task_count(nodes)
+            return self.gpus_per_task * self.tasks_per_node(nodes) * nodes
         return 0
+
+    def tasks_per_node(self, nodes: int) -> int:
+        """Tasks placement provides room for on each node (the most any node gets)."""
+        if self.ntasks_per_node is not None:
+            return self.ntasks_per_node
+        if self.ntasks is not None:
+            return max(1, -(-self.ntasks // max(1, nodes)))
+        return 1
 
     def task_count(self, nodes: int) -> int:
         if self.ntasks is not None:

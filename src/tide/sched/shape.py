@@ -112,11 +112,7 @@ def shape_of(req: JobRequest, time_limit: int) -> Shape:
 
 
 def _tasks_per_node(req: JobRequest, nodes: int) -> int:
-    if req.ntasks_per_node is not None:
-        return req.ntasks_per_node
-    if req.ntasks is not None:
-        return max(1, -(-req.ntasks // max(1, nodes)))
-    return 1
+    return req.tasks_per_node(nodes)
 
 
 def job_gpus(job: Job) -> int:

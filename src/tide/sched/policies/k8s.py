@@ -37,12 +37,12 @@ from tide.sched.policies.pods import (
     GPU_ONLY,
     Scorer,
     bind_pod,
-    job_priority,
     merged,
     pod_shapes,
     remaining,
     start_of,
 )
+from tide.sched.preempt_rules import job_priority
 from tide.sched.shape import Shape, job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, PendingInfo, Reason, Snapshot

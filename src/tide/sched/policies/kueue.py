@@ -55,7 +55,8 @@ from tide.sched.index import ClusterIndex
 from tide.sched.policies.base import Capabilities
 from tide.sched.policies.k8s import bind_round, evict_lost_pods, waiting_for
 from tide.sched.policies.kueue_preempt import KueuePreemption, preempt_for_quota
-from tide.sched.policies.pods import Scorer, fits_empty, job_priority, pod_shapes
+from tide.sched.policies.pods import Scorer, fits_empty, pod_shapes
+from tide.sched.preempt_rules import job_priority
 from tide.sched.shape import job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, PendingInfo, Reason, Snapshot

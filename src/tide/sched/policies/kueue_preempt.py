@@ -30,8 +30,7 @@ from typing import Any
 from tide.model import JobState
 from tide.sched.cycle import Cycle
 from tide.sched.eligibility import JobContext
-from tide.sched.policies.pods import job_priority
-from tide.sched.preempt_rules import lost_gpu_seconds
+from tide.sched.preempt_rules import job_priority, lost_gpu_seconds
 from tide.sched.shape import job_gpus
 from tide.sched.types import Preemption, Running
 

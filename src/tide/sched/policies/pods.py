@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tide.model import AccountTree, Job
 from tide.sched.index import ClusterIndex
 from tide.sched.placement import Free, NodePick, capacity, concrete, node_cores
 from tide.sched.shape import Shape
@@ -38,17 +37,6 @@ if TYPE_CHECKING:
 
 GPU_ONLY: tuple[tuple[str, int], ...] = (("gpu", 1),)
 MAX_SCORE = 100  # the framework's MaxNodeScore
-
-
-def job_priority(job: Job, accounts: AccountTree) -> int:
-    """The pods' PriorityClass value: an operator override, else the job's
-    --priority, else its QOS priority (the natural PriorityClass of a QOS)."""
-    if job.priority_override is not None:
-        return job.priority_override
-    if job.request.priority is not None:
-        return job.request.priority
-    qos = accounts.qos.get(job.qos)
-    return qos.priority if qos is not None else 0
 
 
 def pod_shapes(ctx: JobContext, ix: ClusterIndex) -> list[Shape]:

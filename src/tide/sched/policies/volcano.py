@@ -32,12 +32,12 @@ from tide.sched.policies.pods import (
     GPU_ONLY,
     Scorer,
     bind_pod,
-    job_priority,
     merged,
     pod_shapes,
     start_of,
 )
 from tide.sched.policies.volcano_preempt import preempt_and_reclaim
+from tide.sched.preempt_rules import job_priority
 from tide.sched.shape import job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, NodeAlloc, PendingInfo, Reason, Snapshot

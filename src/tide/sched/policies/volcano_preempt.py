@@ -32,8 +32,8 @@ from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
 from tide.sched.policies.kueue import nominal_quotas
 from tide.sched.policies.kueue_preempt import enabled
-from tide.sched.policies.pods import Scorer, bind_pod, job_priority, pod_shapes
-from tide.sched.preempt_rules import lost_gpu_seconds
+from tide.sched.policies.pods import Scorer, bind_pod, pod_shapes
+from tide.sched.preempt_rules import job_priority, lost_gpu_seconds
 from tide.sched.shape import job_gpus
 from tide.sched.state import Usage
 from tide.sched.types import Preemption, Reason, Running
