@@ -113,6 +113,7 @@ def test_scontrol_verbs_and_hostnames(srv: ServerProc) -> None:
     shown = slurm(srv, "scontrol", "show", "job", jid).stdout
     assert f"JobId={jid} JobName=wrap" in shown and "TimeLimit=00:05:00" in shown
     assert "JobState=PENDING Reason=JobHeldUser" in shown, shown
+    assert f"StdOut={srv.work}/slurm-{jid}.out" in shown, shown  # type: ignore[attr-defined]
     assert slurm(srv, "scontrol", "release", jid).returncode == 0
     with srv.client() as c:
         wait_for("the release", lambda: job(c, jid)["reason"] != "JobHeldUser", 30)

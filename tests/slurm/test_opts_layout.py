@@ -106,3 +106,19 @@ def test_sacct_tres_leaves_out_what_the_job_has_none_of() -> None:
 
     assert tres(8, 0, 1) == "cpu=8,node=1"
     assert tres(64, 8, 1) == "cpu=64,gres/gpu=8,node=1"
+
+
+def test_scontrol_show_job_memory_and_gpus_as_slurm_prints_them() -> None:
+    """As Slurm 22.05's scontrol show job: MinMemoryNode=64G for --mem=64G, MinMemoryCPU=1.50G
+    for --mem-per-cpu=1536, OverSubscribe=NO for --exclusive, TresPerNode only when asked."""
+    from tide.slurm.show import job
+
+    base = {"id": 5, "user": "nobody-here", "state": "RUNNING", "nodelist": "n1",
+            "cpus_alloc": 64, "gpus_alloc": 8, "start_time": 100.0}  # fmt: skip
+    lines = job({**base, "request": {"exclusive": True, "mem_per_node": 65536}}, 200.0)
+    assert "MinCPUsNode=1 MinMemoryNode=64G MinTmpDiskNode=0" in lines
+    assert any(ln.startswith("OverSubscribe=NO ") for ln in lines)
+    assert not any(ln.startswith("TresPer") for ln in lines)  # 8 GPUs held, none asked for
+    lines = job({**base, "request": {"mem_per_cpu": 1536, "gpus_per_node": 2}}, 200.0)
+    assert "MinCPUsNode=1 MinMemoryCPU=1.50G MinTmpDiskNode=0" in lines
+    assert lines[-1] == "TresPerNode=gres:gpu:2"

@@ -79,6 +79,23 @@ def _request(text: str) -> Any:
         return {"unreadable": text[:500]}
 
 
+def _std_paths(row: JobRow) -> tuple[str, str]:
+    """Where the batch script's output and errors go (scontrol's StdOut, StdErr): its
+    --output/--error patterns expanded as the executor expands them."""
+    if row.stdout_path:
+        return row.stdout_path, row.stderr_path or row.stdout_path
+    from tide.exec.outputs import PatternFields, batch_paths
+
+    req = _request(row.request)
+    out, err = (req.get(k) for k in ("output", "error"))
+    # %N stays as written, as scontrol shows it (the node is the executor's to fill in)
+    fields = PatternFields(row.id, row.name, row.user, row.array_job_id, row.array_task_id,
+                           node="%N", restart_count=row.restarts)  # fmt: skip
+    paths = batch_paths(out if isinstance(out, str) else "", err if isinstance(err, str) else "",
+                        fields, row.workdir or row.submit_dir, row.array_job_id is not None)
+    return str(paths[0]), str(paths[1])  # fmt: skip
+
+
 def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow]) -> dict[str, Any]:
     d = queue_item(tuple(getattr(row, c) for c in QUEUE_COLUMNS))
     d.update(
@@ -90,8 +107,7 @@ def job_full(row: JobRow, events: list[JobEventRow], attempts: list[AttemptRow])
             "workdir": row.workdir,
             "submit_dir": row.submit_dir,
             "script_args": json.loads(row.script_args or "[]"),
-            "stdout": row.stdout_path,
-            "stderr": row.stderr_path,
+            **dict(zip(("stdout", "stderr"), _std_paths(row), strict=True)),
             "allocation": json.loads(row.allocation) if row.allocation else None,
             "gpu_type": row.gpu_type,
             "derived_exit": row.derived_exit,

@@ -56,7 +56,6 @@ def job(j: dict[str, Any], now: float) -> list[str]:
         head += f" ArrayJobId={j['array_job_id']} ArrayTaskId={j['array_task_id']}"
     dep = j.get("dependency") or NULL
     limit = j.get("time_limit")
-    per_node = (gpus // max(1, nodes)) if gpus else 0
     return [
         f"{head} JobName={j.get('name') or ''}",
         f"UserId={_uid(j['user'])} GroupId={_gid(j['user'])} MCS_label=N/A",
@@ -82,18 +81,46 @@ def job(j: dict[str, Any], now: float) -> list[str]:
         f"CPUs/Task={req.get('cpus_per_task') or 1} ReqB:S:C:T=0:0:*:*",
         f"TRES={tres}",
         "Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*",
-        f"MinCPUsNode={req.get('cpus_per_task') or 1} MinMemoryNode={req.get('mem') or 0} "
-        "MinTmpDiskNode=0",
+        f"MinCPUsNode={req.get('cpus_per_task') or 1} {_min_memory(req)} MinTmpDiskNode=0",
         f"Features={req.get('constraint') or NULL} DelayBoot=00:00:00",
-        "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)",
+        f"OverSubscribe={'NO' if req.get('exclusive') else 'OK'} Contiguous=0 "
+        "Licenses=(null) Network=(null)",
         f"Command={_command(j)}",
         f"WorkDir={j.get('workdir') or ''}",
         f"StdErr={j.get('stderr') or j.get('stdout') or ''}",
         "StdIn=/dev/null",
         f"StdOut={j.get('stdout') or ''}",
         "Power=",
-        *([f"TresPerNode=gres:gpu:{per_node}"] if per_node else []),
+        *_tres_per(req),
     ]
+
+
+def _min_memory(req: dict[str, Any]) -> str:
+    """MinMemoryCPU= for --mem-per-cpu, else MinMemoryNode= (0: none asked for)."""
+    if req.get("mem_per_cpu"):
+        return f"MinMemoryCPU={_mb(req['mem_per_cpu'])}"
+    return f"MinMemoryNode={_mb(req.get('mem_per_node') or 0) if req.get('mem_per_node') else 0}"
+
+
+def _mb(mb: float) -> str:
+    """Slurm's unit conversion of MB: 65536 -> 64G, 1536 -> 1.50G, 1000 -> 1000M."""
+    units, i = "MGTP", 0
+    while mb >= 1024 and i < len(units) - 1:
+        mb /= 1024
+        i += 1
+    return f"{mb:.0f}{units[i]}" if mb == int(mb) else f"{mb:.2f}{units[i]}"
+
+
+def _tres_per(req: dict[str, Any]) -> list[str]:
+    """The GPUs as asked: TresPerNode (--gpus-per-node/--gres), TresPerJob (--gpus),
+    TresPerTask (--gpus-per-task); none for a job that asked for none."""
+    kind = f"gpu:{req['gpu_type']}" if req.get("gpu_type") else "gpu"
+    out = []
+    for key, name in (("gpus_per_node", "TresPerNode"), ("gpus", "TresPerJob"),
+                      ("gpus_per_task", "TresPerTask")):  # fmt: skip
+        if req.get(key):
+            out.append(f"{name}=gres:{kind}:{req[key]}")
+    return out
 
 
 def _command(j: dict[str, Any]) -> str:
