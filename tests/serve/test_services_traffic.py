@@ -151,3 +151,40 @@ def test_a_node_failure_under_traffic_drops_no_request(served: Any) -> None:
         failed = [x for x in s["replicas"] if x["state"] == "Failed"]
         assert all("NODE_FAIL" in x["reason"] for x in failed), failed
         c.delete("/v1/services/nf")
+
+
+def test_scale_to_zero_and_back_buffers_the_first_requests(served: Any) -> None:
+    """minReplicas 0: idle, the service goes to no replica at all; requests that
+    arrive then wait at the router (buffer) while the autoscaler starts replicas
+    (scale from zero, the decision at once, not at the next period), and all are
+    answered; idle again, it goes back to zero."""
+    auto = {"minReplicas": 0, "maxReplicas": 3, "targetInFlight": 2, "periodSeconds": 1,
+            "scaleDownStabilizationSeconds": 2, "scaleToZeroAfterSeconds": 3}  # fmt: skip
+    env = {"PYTHONUNBUFFERED": "1", "START_DELAY": "2"}  # a model loading
+    with served.client(served.tokens["alice"]) as c:
+        r = c.post("/v1/services", json={"service": doc("zero", autoscaling=auto, env=env,
+                                                        bufferSeconds=120),
+                                         "cwd": str(served.work)})  # fmt: skip
+        assert r.status_code == 201, r.text
+        url = r.json()["url"]
+
+        def at_zero() -> bool:
+            s = status(c, "zero")
+            return s["desired"] == 0 and not live(s)
+
+        wait_for("the idle service at zero replicas", at_zero, 120)
+        load = Load(url, workers=4, path="/work?ms=100", active=4).start()
+        try:
+            wait_for("answers from a replica started for them",
+                     lambda: load.codes()[200] >= 20, 120)  # fmt: skip
+        finally:
+            load.stop()
+        assert load.failures() == [], load.failures()[:5]
+        s = status(c, "zero")
+        ups = [e["message"] for e in s["events"] if "waiting with no replica" in e["message"]]
+        assert ups, [e["message"] for e in s["events"]]
+        # 4 clients, 2 in flight per replica: at most 2 (buffered ones counted once)
+        asked = [int(m.split("no replica -> ")[1].split(";")[0]) for m in ups]
+        assert max(asked) <= 2, ups
+        wait_for("back at zero once idle", at_zero, 120)
+        c.delete("/v1/services/zero")

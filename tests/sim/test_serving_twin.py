@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from tide.model import JobRequest
+from tide.model.service import Autoscaling
+from tide.sched.serving import hpa
 from tide.sim.serving.engine import ServingEngine
 from tide.sim.serving.metrics import Prices, costs, figures
 from tide.sim.serving.scenario import (
@@ -252,6 +254,25 @@ def test_twin_and_live_controller_decide_alike_from_the_same_measurements():
         d_live, st_live = hpa.decide(spec, st_live, obs_live, now)
         assert (d_twin.desired, d_twin.reason) == (d_live.desired, d_live.reason)
         desired = d_twin.desired
+
+
+def test_buffered_requests_are_not_counted_in_flight_twice():
+    """The live router counts a request waiting for a replica as in flight too;
+    the observation takes it out (the autoscaler adds the buffered ones), as
+    the twin's simulated router never counts it: 6 requests waited the whole
+    10 s period with no replica, so 6 are buffered and none is in flight."""
+    from tide.serve import controller as live
+
+    prev = {"uptime": 10.0, "inflight_seconds": 5.0, "buffered_seconds": 0.0, "requests": 3}
+    stats = {"uptime": 20.0, "inflight_seconds": 65.0, "buffered_seconds": 60.0,
+             "requests": 9, "inflight": 6, "buffered": 6,
+             "window": {"ttfb": {"p95": None}}}  # fmt: skip
+    obs = live.observation(prev, stats, 0, 0)
+    assert (obs.inflight, obs.buffered, obs.requests) == (0.0, 6, 6)
+    assert live.observation(None, stats, 0, 0).inflight == 0.0
+    spec = Autoscaling(min_replicas=0, max_replicas=10, target_inflight=2.0)
+    d, _ = hpa.decide(spec, hpa.HpaState(), obs, 20.0)
+    assert d.desired == 3  # ceil(6 / 2), not ceil(12 / 2)
 
 
 def test_unified_replicas_go_before_a_training_backlog():

@@ -469,12 +469,19 @@ def observation(
     """What the router measured since the last evaluation (`prev`, its stats
     then), as the autoscaler takes it; the twin builds the same from its
     simulated router (tide.sim.serving.service_sim.ServiceSim.observe)."""
+    # The router counts a buffered request in flight too; the autoscaler adds the
+    # buffered ones itself, so they are taken out here (else scaling from zero
+    # asked for twice the replicas; the twin never counted them twice).
     if prev is None:
-        inflight, requests = float(stats["inflight"]), int(stats["requests"])
+        inflight = float(stats["inflight"]) - float(stats["buffered"])
+        requests = int(stats["requests"])
     else:
         dt = max(1e-6, stats["uptime"] - prev["uptime"])
-        inflight = max(0.0, (stats["inflight_seconds"] - prev["inflight_seconds"]) / dt)
+        busy = stats["inflight_seconds"] - prev["inflight_seconds"]
+        waited = stats.get("buffered_seconds", 0.0) - prev.get("buffered_seconds", 0.0)
+        inflight = (busy - waited) / dt
         requests = max(0, stats["requests"] - prev["requests"])
+    inflight = max(0.0, inflight)
     return hpa.Observation(
         current=desired,
         ready=ready,

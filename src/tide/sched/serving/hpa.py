@@ -34,6 +34,10 @@ from dataclasses import dataclass, field
 
 from tide.model.service import Autoscaling
 
+# A thousandth of a replica is measurement jitter (the live router's time
+# integrals carry microseconds of router time), not a reason for one more.
+EPS = 1e-3
+
 
 @dataclass(slots=True, frozen=True)
 class Observation:
@@ -85,7 +89,7 @@ def recommend(spec: Autoscaling, obs: Observation) -> tuple[int, str]:
     if obs.ready == 0:
         if load > 0 and obs.current == 0:  # nothing runs, requests wait: scale from zero
             target = spec.target_inflight or 1.0
-            want = max(1, math.ceil(load / target))
+            want = max(1, math.ceil(load / target - EPS))
             return want, f"{load:g} requests waiting with no replica"
         return obs.current, "no ready replica to measure (replicas starting)"
     best, why = -1, ""
@@ -108,7 +112,7 @@ def recommend(spec: Autoscaling, obs: Observation) -> tuple[int, str]:
 def _apply_ratio(spec: Autoscaling, ready: int, current: int, ratio: float) -> int:
     if abs(ratio - 1.0) <= spec.tolerance:
         return current
-    return math.ceil(ready * ratio - 1e-9)
+    return math.ceil(ready * ratio - EPS)
 
 
 def decide(
