@@ -122,3 +122,13 @@ def test_scontrol_show_job_memory_and_gpus_as_slurm_prints_them() -> None:
     lines = job({**base, "request": {"mem_per_cpu": 1536, "gpus_per_node": 2}}, 200.0)
     assert "MinCPUsNode=1 MinMemoryCPU=1.50G MinTmpDiskNode=0" in lines
     assert lines[-1] == "TresPerNode=gres:gpu:2"
+
+
+def test_sprio_lists_an_arrays_pending_tasks_once_under_the_arrays_id() -> None:
+    """Slurm 22.05: `sbatch --array=1-3` pending shows one sprio line, JOBID 23."""
+    from tide.slurm.sprio import collapse_arrays
+
+    rows = [{"job_id": "6", "total": 5}, {"job_id": "7_1", "total": 4},
+            {"job_id": "7_2", "total": 3}, {"job_id": "9", "total": 1}]  # fmt: skip
+    assert collapse_arrays(rows) == [{"job_id": "6", "total": 5}, {"job_id": "7", "total": 4},
+                                     {"job_id": "9", "total": 1}]  # fmt: skip

@@ -4,6 +4,7 @@ ASSOC, QOS and NICE; `-j`, `-u`, `-p`, `-h`, `-n` normalised is not modelled).""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from tide.slurm import layout
 from tide.slurm.common import connect_api, help_exit, job_ids
@@ -37,6 +38,7 @@ def run(argv: list[str]) -> int:
         rows = c.get("/v1/priority", job=job_ids(o.list("jobs")), user=o.list("user"))["jobs"]
     if o.list("partition"):
         rows = [r for r in rows if r["partition"] in o.list("partition")]
+    rows = collapse_arrays(rows)
     cells = [
         {
             "jobid": str(r["job_id"]),
@@ -51,7 +53,7 @@ def run(argv: list[str]) -> int:
             "part": str(int(r["partition_factor"])),
             "qos": str(int(r["qos"])),
             "nice": str(int(r["nice"])),
-            "tres": ",".join(f"{k}={int(v)}" for k, v in (r.get("tres") or {}).items()),
+            "tres": ",".join(f"{k}={int(v)}" for k, v in (r.get("tres") or {}).items() if int(v)),
         }
         for r in rows
     ]
@@ -60,3 +62,18 @@ def run(argv: list[str]) -> int:
     lines = layout.render(layout.percent(fmt, LETTERS), cells, header)
     sys.stdout.write("".join(line + "\n" for line in lines))
     return 0
+
+
+def collapse_arrays(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Slurm keeps an array's pending tasks in one record until they start, and sprio
+    prints it once under the array's id: here too, with its first task's factors."""
+    out, seen = [], set()
+    for r in rows:
+        head, sep, _ = str(r["job_id"]).partition("_")
+        if sep:
+            if head in seen:
+                continue
+            seen.add(head)
+            r = {**r, "job_id": head}
+        out.append(r)
+    return out
