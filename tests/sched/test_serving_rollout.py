@@ -57,6 +57,32 @@ def test_the_docstring_example():
     assert set(w.replicas) == {c, d}
 
 
+def test_percentages_resolve_as_kubernetes_does():
+    """Kubernetes' default, 25% / 25%: surge rounds up, unavailable down; both 0
+    would never move, so unavailable becomes 1."""
+    k8s = Rollout(max_surge_percent=25, max_unavailable_percent=25)
+    assert k8s.resolve(10) == (3, 2)
+    assert k8s.resolve(4) == (1, 1)
+    assert k8s.resolve(1) == (1, 0)
+    assert Rollout(0, 0, None, 25).resolve(3) == (0, 1)  # floor(0.75) = 0 -> 1
+    # 10 ready old replicas, 25%/25%: 3 new at once, 2 old go at once
+    w = World()
+    for _ in range(10):
+        w.add("Ready")
+    w.generation = 2
+    s = step(list(w.replicas.values()), 10, 2, k8s)
+    assert s.create == 5 and len(s.stop) == 2  # 8 old kept ready + 5 new = desired + 3
+
+
+def test_the_spec_takes_counts_or_percentages():
+    from tide.serve.spec import parse_service
+
+    spec, stored = parse_service({"name": "a", "spec": {
+        "command": "x", "rollout": {"maxSurge": "25%", "maxUnavailable": 1}}})  # fmt: skip
+    assert spec.rollout.resolve(8) == (2, 1)
+    assert stored["spec"]["rollout"] == {"maxSurge": "25%", "maxUnavailable": 1}
+
+
 def test_scale_down_stops_pending_then_unready_then_newest_ready():
     w = World()
     r1, r2, r3 = w.add("Ready"), w.add("Ready"), w.add("Unready")

@@ -10,6 +10,7 @@ where they are scheduling words (partition, account, qos, gres).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 DAY = 86400.0
@@ -88,10 +89,26 @@ class Autoscaling:
 @dataclass(slots=True, frozen=True)
 class Rollout:
     """RollingUpdate: how many replicas above the desired count may exist
-    (max_surge) and how many below it may be unready (max_unavailable)."""
+    (max_surge) and how many below it may be unready (max_unavailable), as
+    counts or, as Kubernetes allows, percentages of the desired count."""
 
     max_surge: int = 1
     max_unavailable: int = 0
+    max_surge_percent: float | None = None  # overrides max_surge: rounded up
+    max_unavailable_percent: float | None = None  # overrides max_unavailable: rounded down
+
+    def resolve(self, desired: int) -> tuple[int, int]:
+        """(surge, unavailable) for `desired` replicas, as Kubernetes resolves them:
+        a surge percentage rounds up, an unavailable one down, and both 0 means an
+        unavailable of 1 (else a rollout could never move)."""
+        surge, unavailable = self.max_surge, self.max_unavailable
+        if self.max_surge_percent is not None:
+            surge = math.ceil(desired * self.max_surge_percent / 100.0 - 1e-9)
+        if self.max_unavailable_percent is not None:
+            unavailable = math.floor(desired * self.max_unavailable_percent / 100.0 + 1e-9)
+        if surge == 0 and unavailable == 0:
+            unavailable = 1
+        return surge, unavailable
 
 
 @dataclass(slots=True)

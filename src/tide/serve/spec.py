@@ -105,15 +105,34 @@ class AutoscalingIn(_Model):
         )
 
 
+PERCENT = r"^(100|[1-9]?\d)%$"  # Kubernetes' IntOrString: "25%"
+
+
 class RolloutIn(_Model):
-    max_surge: int = Field(1, ge=0, le=MAX_REPLICAS)
-    max_unavailable: int = Field(0, ge=0, le=MAX_REPLICAS)
+    max_surge: int | str = Field(1, description="replicas, or a percentage: 25%")
+    max_unavailable: int | str = Field(0, description="replicas, or a percentage: 25%")
 
     @model_validator(mode="after")
     def _check(self) -> RolloutIn:
-        if self.max_surge == 0 and self.max_unavailable == 0:
+        for which in ("max_surge", "max_unavailable"):
+            value = getattr(self, which)
+            ok = (isinstance(value, int) and 0 <= value <= MAX_REPLICAS) or (
+                isinstance(value, str) and re.fullmatch(PERCENT, value.strip())
+            )
+            if not ok:
+                raise ValueError(f"{to_camel(which)} {value!r} is neither a count "
+                                 f"(0-{MAX_REPLICAS}) nor a percentage (0%-100%)")  # fmt: skip
+        if self.max_surge in (0, "0%") and self.max_unavailable in (0, "0%"):
             raise ValueError("maxSurge and maxUnavailable cannot both be 0")
         return self
+
+    def model(self) -> Rollout:
+        def split(v: int | str) -> tuple[int, float | None]:
+            return (0, float(v.strip()[:-1])) if isinstance(v, str) else (v, None)
+
+        surge, surge_pct = split(self.max_surge)
+        unavailable, unavailable_pct = split(self.max_unavailable)
+        return Rollout(surge, unavailable, surge_pct, unavailable_pct)
 
 
 class ResourcesIn(_Model):
@@ -218,7 +237,7 @@ def _to_model(name: str, s: SpecIn) -> ServiceSpec:
         liveness=s.liveness_probe.model() if s.liveness_probe else None,
         replicas=s.replicas,
         autoscaling=auto,
-        rollout=Rollout(s.rollout.max_surge, s.rollout.max_unavailable),
+        rollout=s.rollout.model(),
         partition=s.partition,
         account=s.account,
         qos=s.qos,

@@ -64,13 +64,14 @@ def step(replicas: list[ReplicaView], desired: int, generation: int, rollout: Ro
         new = [r for r in new if r not in extra]
         live = len(new) + len(old_ready)
     ready = sum(r.state == "Ready" for r in new) + len(old_ready)
-    floor = max(0, desired - rollout.max_unavailable)
+    surge, unavailable = rollout.resolve(desired)
+    floor = max(0, desired - unavailable)
     can_go = max(0, ready - floor)
     # old ready replicas beyond what the policy needs ready, oldest first
     going = sorted(old_ready, key=lambda r: (r.created, r.id))[:can_go]
     out.stop += [r.id for r in going]
     live -= len(going)
-    out.create = max(0, min(desired - len(new), desired + rollout.max_surge - live))
+    out.create = max(0, min(desired - len(new), desired + surge - live))
     return out
 
 

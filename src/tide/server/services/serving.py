@@ -73,11 +73,12 @@ def _check_port(ctl: Any, spec: Any) -> None:
         return
     auto = spec.autoscaling
     most = max(spec.replicas, auto.max_replicas if auto.enabled else 0)
-    if most > 1 or spec.rollout.max_surge > 0:
+    surge = spec.rollout.resolve(max(1, most))[0]
+    if most > 1 or surge > 0:
         raise bad_request(
             f"spec.port {spec.port} is fixed, but on the local executor every replica "
             f"listens on 127.0.0.1: a second replica ({most} asked, maxSurge "
-            f"{spec.rollout.max_surge}) could not bind it",
+            f"{surge}) could not bind it",
             "spec.port",
             "use port: 0 (tide gives each replica its own $PORT), or keep one replica "
             "with rollout: {maxSurge: 0, maxUnavailable: 1}",
