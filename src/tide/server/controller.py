@@ -207,12 +207,16 @@ class Controller:
     # --- caches ----------------------------------------------------------------
 
     def _after_commit(self, session: Session) -> None:
+        """The store's one door (tide.store.jobs) tells the queue what changed."""
         ids = session.info.pop("touched_jobs", None)
         if ids:
             self.active.touch(ids)
+        for job_id, values in session.info.pop("noted_jobs", {}).items():
+            self.active.note(job_id, values)
 
     def _after_rollback(self, session: Session) -> None:
         session.info.pop("touched_jobs", None)
+        session.info.pop("noted_jobs", None)
 
     def reload_tree(self) -> None:
         with self.sessions() as ses:

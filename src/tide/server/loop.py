@@ -1,11 +1,13 @@
-"""The scheduling loop: Load -> Process -> Apply, on events and every bf_interval.
+"""The scheduling loop: Load -> Schedule -> Apply, on events, every bf_interval
+and at the time the core asks for (Decisions.wake).
 
-* Load: one short read session builds the core's Snapshot (tide.server.snapshot).
-* Process: the pure core (tide.sched) decides, with no session open, so the
-  store is free for the API while the core thinks.
-* Apply: one write transaction of guarded updates: a start only happens if
-  the job is still PENDING at the revision the core saw; then the executor
-  launches the jobs that were committed as RUNNING.
+* Load (tide.server.snapshot): one short read session builds the core's
+  Snapshot from the in-memory queue.
+* Schedule (tide.server.schedule): the named policy the twin runs decides,
+  with no session open, so the store is free for the API while it thinks.
+* Apply (tide.server.apply): one write transaction of guarded updates: a
+  start only happens if the job is still PENDING at the revision the core
+  saw; then the executor launches the jobs that were committed as RUNNING.
 
 The same thread polls the executor for ended jobs (ExitReports) and ends
 them (tide.server.services.lifecycle). Events (a submission, a job end, a
@@ -16,37 +18,28 @@ node resumed) wake the loop; passes are at least `min_interval` apart
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-from sqlalchemy import and_, bindparam, update
 
 from tide.hostlist import compress
 from tide.model.job import Job
 from tide.sched.isolate import JobFault, schedule_isolating
 from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
-from tide.server import launch as launching
 from tide.server import ray_nodes
+from tide.server.apply import apply, cpus_of
 from tide.server.pass_log import PassLog
 from tide.server.schedule import PolicyDriver
 from tide.server.services import faults as jobfaults
 from tide.server.services import lifecycle, nodes, preemption, share_history
 from tide.server.snapshot import Loaded, load
-from tide.store import accounting, codec
-from tide.store import jobs as jobrepo
-from tide.store import usage as usagerepo
-from tide.store.models import JOBS
 
 log = logging.getLogger("tide.server")
 
 USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
 PASS_SHARE = 4.0  # event passes wait at least this many times the last pass's CPU time
-LAUNCH_WORKERS = 4  # jobs launched at once after a pass
 PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
 WATCH_EVERY = 1.0  # seconds between looks at the node agents (DOWN within 10 s)
 
@@ -234,7 +227,7 @@ class SchedulingLoop:
         for s in decisions.starts:
             if s.job_id == job.id:
                 nodes = compress(names[na.node] for na in s.alloc.nodes)
-                cpus = _cpus(snap, s.alloc)
+                cpus = cpus_of(snap, s.alloc)
                 return WillRun(now, nodes, s.partition, cpus, "None")
         info = decisions.pending.get(job.id)
         if info is None:
@@ -247,147 +240,13 @@ class SchedulingLoop:
             self.stats.held_faulty += len(jobfaults.hold(self.ctl, faults, now))
 
     def _apply(self, loaded: Loaded, d: Decisions, now: float) -> int:
-        ctl = self.ctl
-        snap = loaded.snapshot
-        by_id = {j.id: j for j in snap.pending}
-        launched: list[tuple[int, Any, str]] = []
-        with ctl.sessions.begin() as s:
-            for st in d.starts:
-                job = by_id.get(st.job_id)
-                meta = loaded.meta.get(st.job_id)
-                if job is None or meta is None:
-                    continue
-                names = [snap.cluster.nodes[n.node].name for n in st.alloc.nodes]
-                gpu_type = _gpu_type(snap, st.alloc)
-                ok = jobrepo.transition(
-                    s,
-                    st.job_id,
-                    ["PENDING"],
-                    "RUNNING",
-                    now,
-                    {
-                        "start_time": now,
-                        "run_partition": st.partition,
-                        "allocation": codec.alloc_json(st.alloc),
-                        "nodelist": compress(names),
-                        "gpus_alloc": st.alloc.gpu_count,
-                        "cpus_alloc": _cpus(snap, st.alloc),
-                        "gpu_type": gpu_type,
-                        "reason": "None",
-                        "planned_start": None,
-                        "eligible_time": job.eligible if job.eligible is not None else now,
-                    },
-                    reason="backfill" if st.backfilled else "scheduled",
-                    actor="scheduler",
-                    rev=meta.rev,
-                )
-                if not ok:
-                    continue  # cancelled, held or changed since Load
-                accounting.open_attempt(
-                    s,
-                    job_id=st.job_id,
-                    attempt=job.restarts,
-                    user=job.user,
-                    account=job.account,
-                    partition=st.partition,
-                    start_time=now,
-                    allocation=codec.alloc_json(st.alloc),
-                    nodelist=compress(names),
-                    gpus=st.alloc.gpu_count,
-                    gpu_type=gpu_type,
-                    cpus=_cpus(snap, st.alloc),
-                )
-                launched.append((st.job_id, st.alloc, st.partition))
-            self._write_pending(s, loaded, d)
-            if now - self._usage_saved >= USAGE_SAVE_EVERY:
-                usagerepo.save(s, dict(ctl.usage), {}, now)
-                self._usage_saved = now
-        if len(launched) == 1:
-            self._launch(*launched[0], snap)
-        elif launched:  # an executor may take a moment per job (a process to start)
-            with ThreadPoolExecutor(max_workers=LAUNCH_WORKERS) as pool:
-                for job_id, alloc, partition in launched:
-                    pool.submit(self._launch, job_id, alloc, partition, snap)
-        if preemption.apply(ctl, d, now):  # victims signalled; a kill may be due at once
+        save_usage = now - self._usage_saved >= USAGE_SAVE_EVERY
+        if save_usage:
+            self._usage_saved = now
+        started, kill_due = apply(self.ctl, loaded, d, now, save_usage)
+        if kill_due:  # victims signalled; a kill may be due at once
             self._wake.set()
-        return len(launched)
-
-    def _write_pending(self, s: Any, loaded: Loaded, d: Decisions) -> None:
-        """Reasons, priorities, planned starts and eligibility of pending jobs;
-        only what changed, so a quiet 100,000-job queue costs no writes."""
-        started = {st.job_id for st in d.starts}
-        changes = []
-        for job_id, info in d.pending.items():
-            meta = loaded.meta.get(job_id)
-            if meta is None or job_id in started:
-                continue
-            prio = _finite(d.priorities.get(job_id, info.priority))
-            planned = info.planned_start
-            newly_eligible = d.eligible.get(job_id)
-            if (
-                str(info.reason) == meta.reason
-                and prio == meta.priority
-                and _same_time(planned, meta.planned_start)
-                and newly_eligible is None
-            ):
-                continue
-            nodes = ""
-            if info.planned_nodes:
-                cl = loaded.snapshot.cluster
-                nodes = compress([cl.nodes[i].name for i in info.planned_nodes])
-            changes.append(
-                {"jid": job_id, "r": str(info.reason), "p": prio, "ps": planned, "pn": nodes}
-            )
-            self.ctl.active.set_meta(
-                job_id,
-                reason=str(info.reason),
-                priority=prio,
-                planned_start=planned,
-                planned_nodes=nodes,
-            )
-        t = JOBS
-        if changes:
-            stmt = (
-                update(t)
-                .where(and_(t.c.id == bindparam("jid"), t.c.state == "PENDING"))
-                .values(
-                    reason=bindparam("r"),
-                    priority=bindparam("p"),
-                    planned_start=bindparam("ps"),
-                    planned_nodes=bindparam("pn"),
-                )
-            )
-            s.connection().execute(stmt, changes)
-        elig = [{"jid": j, "t": when} for j, when in d.eligible.items() if j not in started]
-        for e in elig:
-            self.ctl.active.set_eligible(e["jid"], e["t"])
-        if elig:
-            stmt = (
-                update(t)
-                .where(and_(t.c.id == bindparam("jid"), t.c.eligible_time.is_(None)))
-                .values(eligible_time=bindparam("t"))
-            )
-            s.connection().execute(stmt, elig)
-
-    def _launch(self, job_id: int, alloc: Any, partition: str, snap: Any) -> None:
-        ctl = self.ctl
-        with ctl.sessions() as s:
-            row = jobrepo.get(s, job_id)
-            if row is None:
-                return
-            req = codec.request_from_json(row.request)
-            s.expunge(row)
-        try:
-            spec = launching.launch_spec(
-                row, req, alloc, partition, snap.cluster, ctl.settings.url, ctl.secret,
-                os_user=ctl.job_users.launch_user(row.user),
-            )
-            if ctl.executor is None:
-                raise RuntimeError("no executor configured (server started with executor=none)")
-            ctl.executor.launch(spec)
-        except Exception as e:
-            log.exception("launch of job %s failed", job_id)
-            lifecycle.fail_launch(ctl, job_id, f"launch failed: {e}")
+        return started
 
     def _charge_usage(self, now: float) -> None:
         """Decay usage by the time passed and charge running jobs' GPU-seconds
@@ -407,30 +266,3 @@ def _driver(ctl: Any) -> PolicyDriver:
     driver = PolicyDriver(ctl.cluster, ctl.config, ctl.pools)
     ctl.pooled = driver.pooled
     return driver
-
-
-def _cpus(snap: Any, alloc: Any) -> int:
-    """AllocCPUS: allocated cores times each node's threads per core."""
-    return sum(
-        len(na.cores) * max(1, snap.cluster.nodes[na.node].threads_per_core) for na in alloc.nodes
-    )
-
-
-def _gpu_type(snap: Any, alloc: Any) -> str:
-    for na in alloc.nodes:
-        node = snap.cluster.nodes[na.node]
-        for g in node.gpus:
-            if g.index in na.gpus and g.type:
-                return g.type
-    return ""
-
-
-def _finite(priority: float) -> float:
-    """A priority as stored: rounded, and 0 for a value no column can hold."""
-    return float(round(priority)) if math.isfinite(priority) else 0.0
-
-
-def _same_time(a: float | None, b: float | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return abs(a - b) < 30.0  # planned starts move with the clock; write when it matters

@@ -255,6 +255,16 @@ class ActiveJobs:
             entry.cells = None
             self.version += 1
 
+    def note(self, job_id: int, values: dict[str, Any]) -> None:
+        """Scheduler columns the store wrote for a pending job (tide.store.jobs
+        write_pending / set_eligible): applied as they are, no re-read."""
+        eligible = values.get("eligible")
+        meta = {k: v for k, v in values.items() if k != "eligible"}
+        if meta:
+            self.set_meta(job_id, **meta)
+        if eligible is not None:
+            self.set_eligible(job_id, eligible)
+
     def set_eligible(self, job_id: int, when: float) -> None:
         with self._lock:
             entry = self._entries.get(job_id)

@@ -4,6 +4,11 @@ Every state change goes through `transition`, an UPDATE guarded by the
 states the caller expects (and optionally the request revision), so a
 scheduling pass that decided on stale data cannot start a job that was
 cancelled or held meanwhile: the guard fails and the caller skips it.
+
+This module is the one door for job writes: each write names its jobs in
+the session (`touched`: re-read them; `noted`: these columns changed), and
+the controller's after_commit hook brings its in-memory queue up to date
+from them, so no caller has to remember to.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Select, func, insert, or_, select, update
+from sqlalchemy import Select, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from tide.store.models import JOBS, JobEventRow, JobRow
@@ -24,6 +29,51 @@ def touched(session: Session) -> set[int]:
     """Ids of jobs this session wrote; the controller's after_commit hook reads
     them to refresh its in-memory queue (tide.server.snapshot)."""
     return session.info.setdefault("touched_jobs", set())  # type: ignore[no-any-return]
+
+
+def noted(session: Session) -> dict[int, dict[str, Any]]:
+    """Scheduler columns of pending jobs this session wrote (write_pending,
+    set_eligible): the controller's after_commit hook applies them to its
+    in-memory queue as they are, without re-reading the rows."""
+    return session.info.setdefault("noted_jobs", {})  # type: ignore[no-any-return]
+
+
+def write_pending(session: Session, changes: list[dict[str, Any]]) -> None:
+    """Reason, priority and planned start/nodes of pending jobs (the loop's
+    Apply), each a dict of jid, reason, priority, planned_start, planned_nodes."""
+    if not changes:
+        return
+    stmt = (
+        update(JOBS)
+        .where(and_(JOBS.c.id == bindparam("jid"), JOBS.c.state == "PENDING"))
+        .values(
+            reason=bindparam("r"),
+            priority=bindparam("p"),
+            planned_start=bindparam("ps"),
+            planned_nodes=bindparam("pn"),
+        )
+    )
+    rows = [{"jid": c["jid"], "r": c["reason"], "p": c["priority"],
+             "ps": c["planned_start"], "pn": c["planned_nodes"]} for c in changes]  # fmt: skip
+    session.connection().execute(stmt, rows)
+    note = noted(session)
+    for c in changes:
+        note.setdefault(c["jid"], {}).update({k: v for k, v in c.items() if k != "jid"})
+
+
+def set_eligible(session: Session, when: dict[int, float]) -> None:
+    """EligibleTime of pending jobs that had none (the core's Decisions.eligible)."""
+    if not when:
+        return
+    stmt = (
+        update(JOBS)
+        .where(and_(JOBS.c.id == bindparam("jid"), JOBS.c.eligible_time.is_(None)))
+        .values(eligible_time=bindparam("t"))
+    )
+    session.connection().execute(stmt, [{"jid": j, "t": t} for j, t in when.items()])
+    note = noted(session)
+    for j, t in when.items():
+        note.setdefault(j, {})["eligible"] = t
 
 
 def max_job_id(session: Session) -> int:
