@@ -92,6 +92,11 @@ class Rig:
         wait_for(f"upstream {name}", up, 60)
         return port
 
+    def named(self, name: str) -> int:
+        """The upstream called `name`, started if no earlier test did (tests of this
+        module may run alone, or on different xdist workers)."""
+        return self.ups[name] if name in self.ups else self.upstream(name)
+
     def endpoints(self, **ports: int) -> None:
         doc = {"endpoints": [{"id": n, "host": "127.0.0.1", "port": p} for n, p in ports.items()]}
         r = httpx.put(self.admin + "/endpoints", json=doc,
@@ -130,7 +135,7 @@ def test_bodies_headers_head_and_204(rig: Rig):
 
 
 def test_streamed_answers_arrive_as_they_are_produced(rig: Rig):
-    rig.endpoints(a=rig.ups["a"])
+    rig.endpoints(a=rig.named("a"))
     seen: list[tuple[float, bytes]] = []
     t0 = time.perf_counter()
     with httpx.stream("GET", rig.url + "/stream", timeout=30) as r:
@@ -142,7 +147,7 @@ def test_streamed_answers_arrive_as_they_are_produced(rig: Rig):
 
 def test_a_gone_replica_costs_a_retry_not_a_request(rig: Rig):
     dead = free_port()  # nothing listens there
-    rig.endpoints(a=rig.ups["a"], dead=dead)
+    rig.endpoints(a=rig.named("a"), dead=dead)
     before = rig.stats()["retries"]
     answers = [httpx.get(rig.url + "/r", timeout=30) for _ in range(6)]
     assert all(a.status_code == 200 for a in answers)
@@ -161,7 +166,7 @@ def test_every_replica_gone_at_once_costs_waiting_not_errors(rig: Rig):
     time.sleep(0.6)
     rig.endpoints(dead1=free_port(), dead2=free_port(), dead3=free_port())  # still none
     time.sleep(0.3)
-    rig.endpoints(a=rig.ups["a"])  # the replacement is ready
+    rig.endpoints(a=rig.named("a"))  # the replacement is ready
     t.join()
     assert out[0].status_code == 200 and out[0].text == "a:", out[0].text
 
@@ -202,7 +207,7 @@ def test_no_replica_buffers_then_503(rig: Rig):
     t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/b2", timeout=30)))
     t.start()
     time.sleep(0.5)
-    rig.endpoints(a=rig.ups["a"])
+    rig.endpoints(a=rig.named("a"))
     t.join()
     assert out[0].status_code == 200
 
@@ -213,7 +218,7 @@ def test_draining_lets_requests_in_flight_finish(rig: Rig):
     t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/slow", timeout=30)))
     t.start()
     time.sleep(0.5)  # the slow request is on b
-    rig.endpoints(a=rig.ups["a"])  # b leaves: it drains
+    rig.endpoints(a=rig.named("a"))  # b leaves: it drains
     st = rig.stats()
     assert [e["id"] for e in st["endpoints"] if e["draining"]] == ["b"]
     assert httpx.get(rig.url + "/n", timeout=30).text == "a:"  # new ones go to a
