@@ -29,6 +29,7 @@ owner of that memo; `ready` and `context` below are the only readers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +48,7 @@ from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, PendingInfo, Reason, Snapshot
 from tide.sched.wake import eligible_since, next_wake
 
+INF = float("inf")
 LOST_WORK, PRIORITY_ORDER = "lost_work", "priority"  # victim orders (docs/preemption.md)
 VICTIM_ORDERS = (LOST_WORK, PRIORITY_ORDER)
 
@@ -103,6 +105,10 @@ class CycleMemo:
         self._version = -1
         self._usable = b""
         self._partitions: object | None = None
+        self._seen: dict[int, tuple[object, float | None]] = {}  # `smallest`'s jobs
+        self._prio_shared: tuple | None = None  # `priorities`: what the kept rows share
+        self._prio: dict[int, tuple] = {}
+        self._least: tuple[float, float] = (INF, INF)
 
     def validate(self, accounts: AccountTree, usable: np.ndarray) -> None:
         """Forget every context when the accounts or the usable nodes changed."""
@@ -113,7 +119,50 @@ class CycleMemo:
             or (mask != self._usable)
         ):
             self._contexts.clear()
+            self._seen.clear()
             self._accounts, self._version, self._usable = accounts, accounts.version, mask
+
+    def smallest(
+        self, cyc: Cycle, jobs: list[Job], needs: Callable[[Cycle, Job], tuple[float, float]]
+    ) -> tuple[float, float]:
+        """Lower bounds, over `jobs`, of each member of `needs(cyc, job)`, kept
+        between cycles: jobs gone only raise the true minima, so kept ones stay
+        bounds; a job is folded in again when its request or eligibility
+        changed, or while its context is not kept (it may change); all are
+        recomputed when the kept set outgrows the jobs or the contexts go."""
+        seen = self._seen
+        if len(seen) > 2 * len(jobs) + 1024:
+            seen.clear()
+        least = self._least if seen else (INF, INF)
+        for job in jobs:
+            kept = seen.get(job.id)
+            if kept is not None and kept[0] is job.request and kept[1] == job.eligible:
+                continue
+            a, b = needs(cyc, job)
+            least = (min(least[0], a), min(least[1], b))
+            req = job.request
+            if a < INF and job.eligible is not None and not (req.reservation or req.nodelist):
+                seen[job.id] = (req, job.eligible)
+        self._least = least
+        return least
+
+    def priorities(self, snap: Snapshot, at: float) -> dict[int, tuple]:
+        """Job id -> (its priority key, priority, tier), kept while what every
+        job's priority shares is the same: the time ages are measured to, the
+        fair-share usage (by identity: drivers give a new mapping when it
+        changes), the accounts and their version, the config and the cluster."""
+        shared = (at, snap.usage, snap.accounts, snap.accounts.version, snap.config, snap.cluster)
+        kept = self._prio_shared
+        if (
+            kept is None
+            or len(kept) != len(shared)
+            or any(a is not b and a != b for a, b in zip(kept, shared, strict=True))
+        ):
+            self._prio_shared, self._prio = shared, {}
+        elif len(self._prio) > 2 * len(snap.pending) + 1024:
+            alive = {j.id for j in snap.pending}
+            self._prio = {k: v for k, v in self._prio.items() if k in alive}
+        return self._prio
 
     def partition_table(self, snap: Snapshot) -> object:
         if self._partitions is None:

@@ -30,7 +30,7 @@ from tide.sched.eligibility import JobContext, quick_reason
 from tide.sched.fairshare import fair_tree_factors
 from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
 from tide.sched.plan import INF, Plan
-from tide.sched.priority import compute_priorities
+from tide.sched.priority import compute_priorities, priority_order
 from tide.sched.quota import share_with
 from tide.sched.shape import time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
@@ -54,20 +54,29 @@ def priorities(cyc: Cycle) -> list[int]:
         return sorted(
             range(len(jobs)), key=lambda i: (_limit(cyc, jobs[i]), jobs[i].submit, jobs[i].id)
         )
-    fs = fair_tree_factors(snap.accounts, snap.usage) if cfg.weights.fairshare else {}
-    result = compute_priorities(
-        jobs,
-        snap.cluster,
-        cfg,
-        snap.accounts,
-        fs,
-        snap.now if snap.priority_time is None else snap.priority_time,
-        cyc.partitions,  # type: ignore[arg-type]
-    )
-    cyc.decisions.priorities = dict(
-        zip(result.job_ids.tolist(), result.total.tolist(), strict=True)
-    )
-    return result.order().tolist()
+    at = snap.now if snap.priority_time is None else snap.priority_time
+    kept = cyc.memo.priorities(snap, at)
+    rows = [(j, k, kept.get(j.id)) for j, k in zip(jobs, map(_priority_key, jobs), strict=True)]
+    new = [j for j, k, row in rows if row is None or row[0] != k]
+    if new:  # a job's priority depends on itself and on what the memo keys on, only
+        fs = fair_tree_factors(snap.accounts, snap.usage) if cfg.weights.fairshare else {}
+        part = cyc.partitions
+        res = compute_priorities(new, snap.cluster, cfg, snap.accounts, fs, at, part)  # type: ignore[arg-type]
+        for j, total, tier in zip(new, res.total.tolist(), res.tier.tolist(), strict=True):
+            kept[j.id] = (_priority_key(j), total, tier)
+    n = len(jobs)
+    total = np.fromiter((kept[j.id][1] for j in jobs), np.float64, n)
+    tier = np.fromiter((kept[j.id][2] for j in jobs), np.int64, n)
+    ids = np.fromiter((j.id for j in jobs), np.int64, n)
+    submit = np.fromiter((j.submit for j in jobs), np.float64, n)
+    cyc.decisions.priorities = dict(zip(ids.tolist(), total.tolist(), strict=True))
+    return priority_order(tier, total, submit, ids).tolist()
+
+
+def _priority_key(job: Job) -> tuple:
+    """What a job's own priority reads of it (its request by identity, as the memo)."""
+    return (job.request, job.partition, job.qos, job.account, job.user, job.held,
+            job.priority_override, job.site_factor, job.submit, job.eligible)  # fmt: skip
 
 
 def _limit(cyc: Cycle, job: Job) -> int:
@@ -84,6 +93,7 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
     blocked: set[str] = set()
     pending = cyc.snap.pending
     default = cyc.snap.cluster.default_partition()
+    default_name = default.name if default else ""
     every = {p.name for p in cyc.snap.cluster.partitions}
     preempting = cyc.snap.config.preempt_type not in ("", "preempt/none")
     if cyc.limits.quota is not None:  # borrowers wait for the borrow pass
@@ -94,11 +104,11 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
             _behind(cyc, [pending[j] for j in order[k:]])
             break
         job = pending[i]
-        if blocked and _cheap_reason(cyc, job) is None:
-            names = [job.partition] if job.partition else job.request.partitions
-            if all(n in blocked for n in names or [default.name if default else ""]):
-                cyc.decisions.pending[job.id] = _PRIORITY  # behind a blocked job
-                continue
+        if blocked and _behind_blocked(job, blocked, default_name) and (
+            not _may_have_cheap_reason(job) or _cheap_reason(cyc, job) is None
+        ):
+            cyc.decisions.pending[job.id] = _PRIORITY  # behind a blocked job
+            continue
         ctx = ready(cyc, job)
         if ctx is None:
             if cyc.limits.quota is not None:  # waits for lent quota: reclaim it
@@ -114,6 +124,22 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
             if preempting:
                 preempt.plan_preemption(cyc, ctx)
     borrow_pass(cyc, blocked)
+
+
+def _behind_blocked(job: Job, blocked: set[str], default_name: str) -> bool:
+    """Whether every partition the job may run in is blocked this pass."""
+    if job.partition:
+        return job.partition in blocked
+    names = job.request.partitions
+    if not names:
+        return default_name in blocked
+    return all(n in blocked for n in names)
+
+
+def _may_have_cheap_reason(job: Job) -> bool:
+    """False when `_cheap_reason` is None for sure (the common case, checked fast)."""
+    req = job.request
+    return bool(job.held or req.hold or req.begin is not None or job.array_job_id is not None)
 
 
 def _behind(cyc: Cycle, jobs: list[Job]) -> None:
@@ -313,14 +339,7 @@ class _Closed:
 
     def __init__(self, cyc: Cycle, plan: Plan, order: list[int]) -> None:
         self.cyc, self.plan, self.changed = cyc, plan, True
-        self.min_limit, self.min_gpus = INF, INF
-        for i in order:
-            ctx = context(cyc, cyc.snap.pending[i])
-            if ctx is None or ctx.reason is not None:
-                continue
-            shape = ctx.shape
-            self.min_limit = min(self.min_limit, shape.time_limit)
-            self.min_gpus = min(self.min_gpus, 0 if shape.spread else shape.gpus_per_node)
+        self.min_limit, self.min_gpus = cyc.memo.smallest(cyc, cyc.snap.pending, _needs)
 
     def check(self) -> bool:
         if not self.changed:
@@ -336,6 +355,15 @@ class _Closed:
         blocking = hw & (tags == "") & (he > now) & (hs < now + self.min_limit)
         open_[hn[blocking]] = False
         return not open_.any()
+
+
+def _needs(cyc: Cycle, job: Job) -> tuple[float, float]:
+    """(time limit, GPUs per node) of the smallest start the job could make."""
+    ctx = context(cyc, job)
+    if ctx is None or ctx.reason is not None:
+        return INF, INF
+    shape = ctx.shape
+    return shape.time_limit, 0 if shape.spread else shape.gpus_per_node
 
 
 def _ready_rest(cyc: Cycle, rest: list[int], started: set[int], tested: int) -> None:

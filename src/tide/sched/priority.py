@@ -97,9 +97,16 @@ class PriorityResult:
 
     def order(self) -> np.ndarray:
         """Job indices in the order Slurm evaluates them (see `sort_key`)."""
-        # tier and priority folded into one int64 key (tiers are small ints)
-        top = (-self.tier).astype(np.int64) * 2**33 + (MAX_PRIORITY - self.total).astype(np.int64)
-        return np.lexsort((self.job_ids, self.submit, top))
+        return priority_order(self.tier, self.total, self.submit, self.job_ids)
+
+
+def priority_order(
+    tier: np.ndarray, total: np.ndarray, submit: np.ndarray, job_ids: np.ndarray
+) -> np.ndarray:
+    """Indices in the order Slurm evaluates jobs (see `sort_key`)."""
+    # tier and priority folded into one int64 key (tiers are small ints)
+    top = (-tier).astype(np.int64) * 2**33 + (MAX_PRIORITY - total).astype(np.int64)
+    return np.lexsort((job_ids, submit, top))
 
 
 def sort_key(

@@ -32,9 +32,10 @@ def next_wake(snap: Snapshot, d: Decisions) -> float | None:
     started = {s.job_id for s in d.starts}
     times: list[float] = []
     for job in snap.pending:
-        if job.id in started:
-            continue
-        begin = job.request.begin
+        req = job.request
+        if (req.begin is None and req.switches is None) or job.id in started:
+            continue  # the common case first: nothing timed
+        begin = req.begin
         if begin is not None and begin > now:
             times.append(begin)
         deadline = switch_deadline(job, now, snap.config.max_switch_wait)
