@@ -141,7 +141,7 @@ def test_a_service_runs_replicas_as_jobs_and_routes_to_ready_ones(served: Any) -
         r = apply(c, spec("hello", replicas=2, env={"START_DELAY": "1"}), served.work)
         assert r.status_code == 201, r.text
         out = r.json()
-        assert out["result"] == "created" and out["desired"] == 2
+        assert out["result"] == "created" and out["desired"] == 2 and out["state"] == "Active"
         url = out["url"]
         # a request sent before any replica is ready waits for one (buffering)
         t0 = time.time()

@@ -21,7 +21,7 @@ from tide.serve.spec import SpecError, parse_service
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, conflict, forbidden, not_found
 from tide.store import services as svcrepo
-from tide.store.services import DELETING, ServiceRow
+from tide.store.services import ACTIVE, DELETING, ServiceRow
 
 # spec keys whose change needs new replicas (a rolling update); the others
 # (replica counts, autoscaling, rollout, timeouts) apply to the running ones
@@ -127,7 +127,7 @@ def apply(ctl: Any, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
         row = svcrepo.get(s, spec.name)
         if row is None:
             port = spec_router_port(stored) or rep.free_port()
-            row = ServiceRow(name=spec.name, user=owner, account=account, qos=qos,
+            row = ServiceRow(name=spec.name, user=owner, account=account, qos=qos, state=ACTIVE,
                              partition=partition, spec=text, generation=1,
                              desired=_initial(spec, now), router_port=port, created=now,
                              updated=now, last_scale_time=now,
