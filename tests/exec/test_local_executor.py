@@ -325,6 +325,30 @@ def test_controller_restart_readopts_and_collects(runner: Runner, tmp_path: Path
     assert make_executor(tmp_path / "state").poll() == []
 
 
+def test_a_slow_supervisor_start_outlives_a_controller_restart(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """A supervisor still starting when the controller restarts is live however long
+    its start takes on a loaded machine (found by its process, no deadline): it is
+    neither buried as a node failure nor run twice."""
+    go = tmp_path / "go"
+    slow = tmp_path / "slow-python"
+    slow.write_text(f"#!/bin/sh\nwhile [ ! -e {go} ]; do sleep 0.1; done\nexec {PY} \"$@\"\n")
+    slow.chmod(0o755)
+    first = Runner(make_executor(tmp_path / "slow", python=str(slow)), runner.workdir)
+    first.launch(871, "#!/bin/sh\necho run >> runs-871.txt\n")
+    spec = first.ex.job_dir(871) / jobdir.SPEC
+    os.utime(spec, (time.time() - 600, time.time() - 600))  # launched long ago
+    second = Runner(make_executor(tmp_path / "slow"), runner.workdir)  # the controller restarted
+    try:
+        assert second.ex.running() == {871} and second.ex.poll() == []
+    finally:
+        go.touch()
+    report = second.wait(871, 120)
+    assert (report.reason, report.exit_code) == ("", 0)
+    assert runner.read("runs-871.txt") == "run\n"
+
+
 @pytest.mark.slow
 def test_dead_supervisor_is_a_node_failure(runner: Runner) -> None:
     script = "#!/bin/bash\nsrun -N2 -n2 sh -c 'echo $$ > t$SLURM_PROCID.pid; exec sleep 300'\n"
