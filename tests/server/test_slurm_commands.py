@@ -168,6 +168,9 @@ def test_bad_command_lines_are_one_line_errors(srv: ServerProc) -> None:
     assert done.stderr.splitlines()[0] == "squeue: unrecognized option '--colour'"
     done = slurm(srv, "sacct", "-o", "JobID,Nope")
     assert done.stderr.startswith('sacct: Invalid field requested: "Nope"')
+    done = slurm(srv, "squeue", "-j", "987654")  # no such job: Slurm's error, rc 1
+    assert done.returncode == 1
+    assert done.stderr == "slurm_load_jobs error: Invalid job id specified\n"
 
 
 def test_shims_never_shadow_a_real_slurm_unless_forced(tmp_path: Path) -> None:

@@ -132,3 +132,22 @@ def test_sprio_lists_an_arrays_pending_tasks_once_under_the_arrays_id() -> None:
             {"job_id": "7_2", "total": 3}, {"job_id": "9", "total": 1}]  # fmt: skip
     assert collapse_arrays(rows) == [{"job_id": "6", "total": 5}, {"job_id": "7", "total": 4},
                                      {"job_id": "9", "total": 1}]  # fmt: skip
+
+
+def test_squeue_shows_an_arrays_pending_tasks_as_one_line_whatever_their_reasons() -> None:
+    """Slurm 22.05 keeps them in one record: `24_[1-3] (Resources)` once the first is the
+    top job (tide's tasks had Resources and Priority: two lines); a held task is its own."""
+    from tide.slurm.squeue import _cells, _collapse_arrays
+
+    def row(task: int, reason: str) -> dict[str, object]:
+        return {"id": 23 + task, "array_job_id": 24, "array_task_id": task, "state": "PENDING",
+                "reason": reason, "start_time": None, "end_time": None, "time_limit": 300,
+                "nodes_req": 1, "nodelist": "", "name": "arr", "user": "u", "partition": "gpu",
+                "run_partition": None, "account": "a", "qos": "normal", "priority": 1,
+                "gpus_req": 0, "cpus_alloc": 0, "planned_start": None,
+                "planned_nodes": "", "submit_time": 0.0}  # fmt: skip
+
+    rows = [row(1, "Resources"), row(2, "Priority"), row(3, "Priority"), row(4, "JobHeldUser")]
+    lines = _collapse_arrays(rows, [_cells(r, 0.0) for r in rows], {24: None})
+    assert [(ln["jobid"], ln["reason"]) for ln in lines] == [
+        ("24_[1-3]", "Resources"), ("24_4", "JobHeldUser")]  # fmt: skip

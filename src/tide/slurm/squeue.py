@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from tide.client.format import STATE_CODE, duration, timestamp
+from tide.client.http import Client, ClientError
 from tide.hostlist import index_ranges
 from tide.slurm import layout
 from tide.slurm.common import connect_api, get_all, help_exit, whoami
@@ -90,6 +91,9 @@ def run(argv: list[str]) -> int:
         if o.flag("start"):
             rows = [r for r in rows if r["state"] == "PENDING"]
         throttles = {} if o.flag("array") else _throttles(c, rows)
+        if not rows and len(o.list("jobs")) == 1 and not _known(c, o.list("jobs")[0]):
+            sys.stderr.write("slurm_load_jobs error: Invalid job id specified\n")
+            return 1
     rows.sort(key=_order)
     lines = [_cells(r, now) for r in rows]
     if not o.flag("array"):
@@ -208,14 +212,29 @@ def _throttles(c: Any, rows: list[dict[str, Any]]) -> dict[int, int | None]:
     return out
 
 
+def _known(c: Client, job_id: str) -> bool:
+    """Whether the server has the job at all (squeue -j ID of an ended job lists nothing;
+    of a job that never was, it is an error, as Slurm's once the job is purged)."""
+    try:
+        c.get(f"/v1/jobs/{job_id}")
+    except ClientError as e:
+        if e.status in (400, 404):
+            return False
+        raise
+    return True
+
+
 def _collapse_arrays(
     rows: list[dict[str, Any]], lines: list[dict[str, str]], throttles: dict[int, int | None]
 ) -> list[dict[str, str]]:
-    """Pending tasks of one array with one reason become one line: `2_[6-9%3]`."""
-    groups: dict[tuple[int, str], list[int]] = defaultdict(list)
+    """Pending tasks of one array become one line, `2_[6-9%3]`, with the first one's
+    reason: Slurm keeps them in one job record (one reason) until a task starts or is
+    held on its own (held tasks keep lines of their own here too)."""
+    groups: dict[tuple[int, bool], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r["state"] == "PENDING" and r["array_job_id"] is not None:
-            groups[(r["array_job_id"], r["reason"] or "")].append(i)
+            held = (r["reason"] or "").startswith("JobHeld")
+            groups[(r["array_job_id"], held)].append(i)
     merged: dict[int, dict[str, str]] = {}
     skip: set[int] = set()
     for (aid, _), members in groups.items():
