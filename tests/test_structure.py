@@ -128,3 +128,65 @@ def test_no_import_circles() -> None:
     assert found == [], "modules that import each other (move the shared part down): " + "; ".join(
         " <-> ".join(g) for g in found
     )
+
+
+# --- layers -------------------------------------------------------------------------
+
+
+def _imports_external(path: Path, top: str) -> bool:
+    """Whether the module imports the external package `top` anywhere."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == top for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(
+            "."
+        )[0] == top:
+            return True
+    return False
+
+
+def test_client_and_server_do_not_import_each_other() -> None:
+    """What both need lives below them (tide.display, tide.model, tide.defaults)."""
+    graph = import_graph()
+    crossing = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        for a, b in (("tide.client", "tide.server"), ("tide.server", "tide.client"))
+        if (m == a or m.startswith(a + ".")) and (t == b or t.startswith(b + "."))
+    )
+    assert crossing == [], "client and server import each other: " + "; ".join(crossing)
+
+
+# Modules outside the store that still use SQLAlchemy, being moved behind
+# tide.store (issue 13); none may join, and one that stops leaves the list.
+SQL_OUTSIDE_STORE = {
+    "tide.serve.replicas",
+    "tide.server.controller",
+    "tide.server.dashboard.views",
+    "tide.server.services.admin",
+    "tide.server.services.efficiency",
+    "tide.server.services.jobs",
+    "tide.server.services.lifecycle",
+    "tide.server.services.nodes",
+    "tide.server.services.preemption",
+    "tide.server.snapshot",
+    "tide.server.writer",
+}
+
+
+def test_sqlalchemy_stays_in_the_store_package() -> None:
+    using = {
+        m
+        for m, path in MODULES.items()
+        if not (m == "tide.store" or m.startswith("tide.store."))
+        and _imports_external(path, "sqlalchemy")
+    }
+    assert using - SQL_OUTSIDE_STORE == set(), (
+        "SQLAlchemy outside tide.store (write the query as a function in tide.store): "
+        + ", ".join(sorted(using - SQL_OUTSIDE_STORE))
+    )
+    assert SQL_OUTSIDE_STORE - using == set(), (
+        "no longer use SQLAlchemy: take them off SQL_OUTSIDE_STORE: "
+        + ", ".join(sorted(SQL_OUTSIDE_STORE - using))
+    )

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from tide.client.cli_support import JsonOpt, api, csv_list, fail
-from tide.client.format import duration, parse_time, print_json, table, timestamp
+from tide.display import duration, parse_time, print_json, table, timestamp
 
 admin_app = typer.Typer(
     help="Administration: accounts, users, QOS, limits, tokens, prices, reservations.",

@@ -16,7 +16,7 @@ import typer
 
 from tide.client import render
 from tide.client.cli_support import JsonOpt, api, csv_list, fail
-from tide.client.format import midnight, parse_time, print_json
+from tide.display import midnight, parse_time, print_json
 
 Ids = Annotated[list[str], typer.Argument(help="job ids: 12, 12_3 (array task), 12 (whole array)")]
 _PASS = {"allow_extra_args": True, "ignore_unknown_options": True}

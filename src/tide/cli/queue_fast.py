@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tide.client.format import STATE_CODE
 from tide.client.http import ClientError, connect
+from tide.display import STATE_CODE
 from tide.slurm.opts import Opt, UsageError, parse
 
 SPEC = [

@@ -170,11 +170,9 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
     """Read the cluster files and reach the database before anything starts, so that a
     bad slurm.conf, a missing --cluster file or a wrong --db is one line naming the
     file:line and the fix (tracebacks only with --debug), not a failed server startup."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from tide.config.errors import ConfigError
     from tide.server.cluster_source import load
-    from tide.store.db import StoreError, make_engine
+    from tide.store.db import StoreError, database_error_types, make_engine
 
     what = "the cluster"
     try:
@@ -189,7 +187,8 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
             engine.dispose()
         what = "jobs run as their users"
         check_job_users(settings)
-    except (ConfigError, StoreError, SQLAlchemyError, OSError, ValueError, RuntimeError) as e:
+    except (ConfigError, StoreError, *database_error_types(), OSError, ValueError,
+            RuntimeError) as e:  # fmt: skip
         if debug:
             raise
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from tide.client.cli_support import JsonOpt, api, fail
-from tide.client.format import duration, print_json, table, timestamp
+from tide.display import duration, print_json, table, timestamp
 
 service_app = typer.Typer(
     name="service",

@@ -8,7 +8,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from tide.client.format import (
+from tide.display import (
     STATE_CODE,
     duration,
     hms,

@@ -82,7 +82,7 @@ def conflict(error: str, field: str = "", fix: str = "") -> ApiError:
 def store_error(exc: BaseException) -> ApiError | None:
     """A full disk is 507 and an unavailable database 503: JSON that says
     nothing was stored (the transaction rolled back), never a bare 500."""
-    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    from tide.store.db import database_unavailable
 
     text = str(exc).lower()
     full = "disk is full" in text or "no space left" in text or "disk full" in text
@@ -93,8 +93,7 @@ def store_error(exc: BaseException) -> ApiError | None:
             "",
             "retry once an admin has freed space on the server's data disk",
         )
-    lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
-    if isinstance(exc, OperationalError | InterfaceError) or lost:
+    if database_unavailable(exc):
         return ApiError(
             503,
             "the database is unavailable: nothing was stored",

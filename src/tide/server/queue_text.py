@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tide.client.format import STATE_CODE, duration, timestamp
+from tide.display import STATE_CODE, duration, timestamp
 from tide.server.snapshot import Entry
 
 HEAD = ("JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "GPUS", "NODELIST(REASON)")

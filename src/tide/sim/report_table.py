@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tide.client.format import seconds_short, si
+from tide.display import seconds_short, si
 from tide.sim.metrics import SIZE_CLASSES
 
 TOP_ACCOUNTS = 10

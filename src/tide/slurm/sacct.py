@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from tide.client.format import STATE_CODE, hms, midnight, parse_time, timestamp
+from tide.display import STATE_CODE, hms, midnight, parse_time, timestamp
 from tide.hostlist import expand
 from tide.slurm import layout
 from tide.slurm.common import connect_api, get_all, help_exit, job_ids, whoami

@@ -14,8 +14,8 @@ import sys
 import time
 from typing import Any
 
-from tide.client.format import timestamp
 from tide.client.http import Client
+from tide.display import timestamp
 from tide.jobspec.argv import split_argv
 from tide.jobspec.options import flag_on
 from tide.slurm.common import connect_api

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tide.client.format import hms
+from tide.display import hms
 from tide.hostlist import expand
 
 NULL = "(null)"

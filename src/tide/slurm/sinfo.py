@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from tide.client.format import duration
+from tide.display import duration
 from tide.hostlist import compress, expand
 from tide.slurm import layout
 from tide.slurm.common import connect_api, help_exit

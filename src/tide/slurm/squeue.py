@@ -13,8 +13,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from tide.client.format import STATE_CODE, duration, timestamp
 from tide.client.http import Client, ClientError
+from tide.display import STATE_CODE, duration, timestamp
 from tide.hostlist import index_ranges
 from tide.slurm import layout
 from tide.slurm.common import connect_api, get_all, help_exit, whoami

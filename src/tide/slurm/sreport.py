@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from tide.client.format import midnight, parse_time, timestamp
+from tide.display import midnight, parse_time, timestamp
 from tide.slurm import layout
 from tide.slurm.common import connect_api, help_exit
 from tide.slurm.opts import Opt, UsageError, parse

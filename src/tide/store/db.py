@@ -21,6 +21,22 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 HEAD = "0006"
 
 
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says the database cannot be reached (down, connection cut),
+    so the edge can answer 503 without knowing the database library."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
+    return isinstance(exc, OperationalError | InterfaceError) or lost
+
+
+def database_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions the database library raises (for an edge's one-line errors)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (SQLAlchemyError,)
+
+
 class StoreError(RuntimeError):
     """The store cannot be opened or migrated; the message says what to fix."""
 

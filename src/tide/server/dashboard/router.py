@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 import tide
-from tide.client.format import duration, percent, seconds_short, si, timestamp
+from tide.display import duration, percent, seconds_short, si, timestamp
 from tide.server.auth import Principal
 from tide.server.dashboard import charts, views
 from tide.server.dashboard.sessions import COOKIE, LOGIN_CSRF_COOKIE, SessionStore, new_login_csrf
