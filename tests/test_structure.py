@@ -190,3 +190,16 @@ def test_sqlalchemy_stays_in_the_store_package() -> None:
         "no longer use SQLAlchemy: take them off SQL_OUTSIDE_STORE: "
         + ", ".join(sorted(SQL_OUTSIDE_STORE - using))
     )
+
+
+def test_the_core_imports_nothing_from_the_drivers_or_the_edges() -> None:
+    """tide.sched is pure: no store, server, twin, executor or client below it."""
+    edges = ("tide.server", "tide.sim", "tide.store", "tide.exec", "tide.cli", "tide.client")
+    found = sorted(
+        f"{m} -> {t}"
+        for m, targets in import_graph().items()
+        if m == "tide.sched" or m.startswith("tide.sched.")
+        for t in targets
+        if any(t == e or t.startswith(e + ".") for e in edges)
+    )
+    assert found == [], "the core imports a driver or an edge: " + "; ".join(found)
