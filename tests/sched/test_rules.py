@@ -217,3 +217,34 @@ def test_reservation_admits_its_users_only() -> None:
     d = schedule(snap)
     assert [s.job_id for s in d.starts] == [2]
     assert names(c, d.starts[0]) == ["n002"]
+
+
+def test_blocked_job_holds_the_nodes_of_overlapping_partitions_in_the_main_pass() -> None:
+    # Slurm's main pass takes a blocked job's partition nodes from everyone: job 2, in
+    # partition `low` over the same nodes, may not take the node job 1 waits for.
+    from tide.model import Partition
+
+    c = flat_cluster(2)
+    c.partitions.append(Partition(name="low", nodes=c.partitions[0].nodes))
+    busy = running(job(9, gpus_per_node=8), c, {"n001": tuple(range(8))}, 0)
+    pend = [job(1, nodes=2, gpus_per_node=8), job(2, gpus_per_node=8, partitions=("low",))]
+    snap = snapshot(c, pend, running_jobs=[busy])
+    snap.backfill = False
+    d = schedule(snap)
+    assert d.starts == [] and d.pending[2].reason is Reason.PRIORITY
+
+
+@pytest.mark.parametrize(("by_backfill", "backfill_pass", "started"), [
+    (False, False, [1]), (True, False, []), (True, True, [1]),
+])  # fmt: skip
+def test_array_tasks_start_in_backfill_passes_when_configured(
+    by_backfill: bool, backfill_pass: bool, started: list[int]
+) -> None:
+    from tide.model import ArraySpec
+
+    c = flat_cluster(1)
+    task = job(1, gpus_per_node=8, array=ArraySpec((0, 1), None))
+    task.array_job_id, task.array_task_id = 1, 0
+    snap = snapshot(c, [task], array_tasks_by_backfill=by_backfill)
+    snap.backfill = backfill_pass
+    assert [s.job_id for s in schedule(snap).starts] == started

@@ -196,6 +196,22 @@ class _Reader:
         user.admin_level = _ADMIN[level.lower()]
         self.tree.users.append(user)
 
+    def _qos_list(self, value: str) -> tuple[str, ...]:
+        """QOS='high,low', or changes to the inherited list as dumps write them
+        for `sacctmgr modify user X set qos+=high`: QOS='+high,-low' (the root's
+        list, plus and minus these)."""
+        items = split_list(value)
+        if not any(q[:1] in "+-" for q in items if q):
+            return tuple(items)
+        out = list(self.tree.accounts["root"].qos) if self.tree is not None else []
+        for q in items:
+            name = q.lstrip("+-")
+            if q.startswith("-"):
+                out = [x for x in out if x != name]
+            elif name and name not in out:
+                out.append(name)
+        return tuple(out)
+
     def _assoc(self, opts: list[tuple[str, str]], loc: Loc, assoc: Account | UserAssoc) -> None:
         """The association options shared by Cluster (root), Account and User lines."""
         for key, value in opts:
@@ -205,7 +221,7 @@ class _Reader:
             elif k == "priority":
                 assoc.priority = None if value in ("", "-1") else to_int(key, value, loc)
             elif k == "qos":
-                assoc.qos = split_list(value)
+                assoc.qos = self._qos_list(value)
                 self.used_qos.update(assoc.qos)
             elif k == "defaultqos":
                 assoc.default_qos = value

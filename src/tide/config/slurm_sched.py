@@ -68,6 +68,7 @@ def _scheduler_type(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: 
     else:
         cfg.backfill = mode
         cfg.will_run_batches = mode is BackfillMode.CONSERVATIVE  # plan as Slurm's backfill
+        cfg.array_tasks_by_backfill = mode is BackfillMode.CONSERVATIVE
 
 
 def _sched_params(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Warnings) -> None:

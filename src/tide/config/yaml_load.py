@@ -226,6 +226,7 @@ def _scheduler(s: SchedulerSpec) -> SchedulerConfig:
         select_type=s.select_type, select_type_parameters=tuple(s.select_type_parameters),
         max_switch_wait=s.max_switch_wait, priority_calc_period=s.priority_calc_period,
         will_run_batches=s.will_run_batches, epoch=s.epoch,
+        array_tasks_by_backfill=s.array_tasks_by_backfill,
         billing_weights=dict(s.billing_weights) if s.billing_weights is not None else None,
         preempt_type=s.preempt_type,
         preempt_mode=s.preempt_mode, extra=dict(s.extra),

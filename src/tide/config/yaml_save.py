@@ -219,6 +219,7 @@ def _scheduler(s: SchedulerConfig) -> dict[str, Any]:
         "max_switch_wait": format_duration(s.max_switch_wait),
         "priority_calc_period": format_duration(s.priority_calc_period),
         "will_run_batches": s.will_run_batches,
+        "array_tasks_by_backfill": s.array_tasks_by_backfill,
         "preempt_type": s.preempt_type, "preempt_mode": s.preempt_mode,
     }
     if s.policy != "slurm":

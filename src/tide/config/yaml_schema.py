@@ -206,6 +206,7 @@ class SchedulerSpec(Spec):
     max_switch_wait: Seconds = 300
     priority_calc_period: Seconds = 300
     will_run_batches: bool = False  # plan reservations like Slurm's will-run test
+    array_tasks_by_backfill: bool = False  # array tasks start in backfill passes only
     billing_weights: dict[str, float] | None = None  # TRESBillingWeights; None = GPU-seconds
     epoch: float = 0.0
     preempt_type: str = "preempt/none"

@@ -71,6 +71,10 @@ class SchedulerConfig:
     # time batches (30 s, then doubling) so reservations land at batch ends;
     # set for configurations read from a slurm.conf (see docs/core.md)
     will_run_batches: bool = False
+    # Slurm 22.05's backfill thread starts the tasks of job arrays, its main scheduler
+    # does not (every array task of the recorded peer runs: docs/slurm-peer.md)
+    array_tasks_by_backfill: bool = False
+    bf_phase: float = 0.0  # seconds past each multiple of bf_interval at which backfill runs
     epoch: float = 0.0  # Unix time of the scheduler clock's zero (the twin's trace start)
     # preemption (issue 7 fills these in)
     preempt_type: str = "preempt/none"

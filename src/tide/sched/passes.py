@@ -104,6 +104,9 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
             _behind(cyc, [pending[j] for j in order[k:]])
             break
         job = pending[i]
+        if job.array_job_id is not None and cyc.snap.config.array_tasks_by_backfill:
+            cyc.decisions.pending[job.id] = _PRIORITY  # for the backfill pass
+            continue
         if blocked and _behind_blocked(job, blocked, default_name) and (
             not _may_have_cheap_reason(job) or _cheap_reason(cyc, job) is None
         ):
@@ -120,6 +123,7 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
         started = try_start_now(cyc, ctx, plan=cyc.resv, backfilled=False)
         if not started:
             blocked.update(p.name for p in ctx.parts)
+            blocked.update(_covered(cyc, blocked))
             blocked_reason(cyc, ctx.job.id)
             if preempting:
                 preempt.plan_preemption(cyc, ctx)
@@ -140,6 +144,16 @@ def _may_have_cheap_reason(job: Job) -> bool:
     """False when `_cheap_reason` is None for sure (the common case, checked fast)."""
     req = job.request
     return bool(job.held or req.hold or req.begin is not None or job.array_job_id is not None)
+
+
+def _covered(cyc: Cycle, blocked: set[str]) -> set[str]:
+    """Partitions all of whose nodes lie in blocked partitions: Slurm's main pass takes a
+    blocked job's partition nodes out of everyone's reach for the rest of the pass
+    (job_scheduler.c, bit_and_not(avail_node_bitmap, part_ptr->node_bitmap)), so a job
+    in an overlapping partition cannot take the nodes the blocked job waits for."""
+    parts = cyc.snap.cluster.partitions
+    gone = {n for p in parts if p.name in blocked for n in p.nodes}
+    return {p.name for p in parts if p.nodes and set(p.nodes) <= gone}
 
 
 def _behind(cyc: Cycle, jobs: list[Job]) -> None:

@@ -299,13 +299,22 @@ class Engine:
             return True
         if self._dormant:  # the chain slept through quiet ticks: its next one
             self._dormant = False
-            k = math.ceil(t / interval) if kind < BACKFILL else t // interval + 1
-            self._next_bf = k * interval
+            self._next_bf = self._tick(t, at_or_after=kind < BACKFILL)
             self._push(self._next_bf, BACKFILL, 0)
         elif self._next_bf is None:  # Slurm's backfill thread wakes on a fixed period
-            self._next_bf = (t // interval + 1) * interval
+            self._next_bf = self._tick(t, at_or_after=False)
             self._push(self._next_bf, BACKFILL, 0)
         return False
+
+    def _tick(self, t: float, at_or_after: bool) -> float:
+        """The backfill thread's tick at or after t (or strictly after): multiples of
+        bf_interval past its phase (bf_phase, when the recorded thread ran)."""
+        interval, phase = self.config.bf_interval, self.config.bf_phase
+        k = math.ceil((t - phase) / interval - 1e-9) if at_or_after else (t - phase) // interval + 1
+        nxt = k * interval + phase
+        if nxt < t - 1e-9 or (not at_or_after and nxt <= t + 1e-9):  # float edges
+            nxt += interval
+        return float(nxt)
 
     def _quiet_at(self, t: float) -> bool:
         """At a tick: skip the pass when nothing it reads changed since the last

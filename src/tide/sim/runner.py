@@ -201,6 +201,8 @@ def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> Sim
         inputs.config.epoch = float(meta["epoch"])
     if meta.get("passes"):  # a live controller's pass times (tide sim export)
         inputs.passes = _passes(path, meta["passes"])
+    if meta.get("bf_phase"):  # when in each bf_interval Slurm's backfill thread ran
+        inputs.config.bf_phase = float(meta["bf_phase"])
     if meta.get("priority_phase"):  # when Slurm's priority thread ran (its start)
         inputs.config.priority_phase = float(meta["priority_phase"])
     return inputs
