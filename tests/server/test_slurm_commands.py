@@ -5,6 +5,7 @@ salloc, scontrol's verbs, scancel's filters, and the shims (issue 15, item 2).""
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -121,6 +122,13 @@ def test_scontrol_verbs_and_hostnames(srv: ServerProc) -> None:
     assert done.returncode == 0, done.stderr
     with srv.client() as c:
         wait_for("the cancel", lambda: job(c, jid)["state"] == "CANCELLED", 30)
+        admin = c.get("/v1/whoami").json()["user"]
+    try:  # sacct names who cancelled by uid, as Slurm's ("CANCELLED by 0")
+        by = str(pwd.getpwnam(admin).pw_uid)
+    except KeyError:
+        by = admin
+    state = slurm(srv, "sacct", "-X", "-n", "-P", "-j", jid, "-o", "State").stdout
+    assert state == f"CANCELLED by {by}\n", state
     bad = slurm(srv, "scontrol", "update", f"JobId={jid}", "Colour=red")
     assert bad.returncode == 1 and "not supported: colour=red" in bad.stderr
     node = slurm(srv, "scontrol", "show", "node", "n2").stdout

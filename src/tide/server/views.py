@@ -46,6 +46,7 @@ QUEUE_COLUMNS = (
     "preemptions",
     "preempted_by",
     "lost_gpu_seconds",
+    "cancel_requested",  # who cancelled it (sacct's "CANCELLED by UID"), or requeue:/preempt:
 )
 
 

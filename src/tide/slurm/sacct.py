@@ -112,8 +112,9 @@ def fields(r: dict[str, Any], now: float) -> dict[str, str]:
     cpus = r["cpus_alloc"] or nodes  # pending: what it asks for, as Slurm shows
     gpus = r["gpus_alloc"] or 0
     state = r["state"]
-    if state == "CANCELLED" and r.get("cancelled_by"):
-        state = f"CANCELLED by {r['cancelled_by']}"
+    by = r.get("cancel_requested") or ""
+    if state == "CANCELLED" and by and ":" not in by:  # not requeue:/preempt: (tide's own)
+        state = f"CANCELLED by {_uid(by)}"
     req_gpus = r["gpus_req"] or 0
     alloc = tres(cpus, gpus, nodes) if started else ""
     return {
@@ -192,6 +193,16 @@ def batch_step(job: dict[str, str]) -> dict[str, str]:
         AllocTRES=f"cpu={cpus},node=1",
         ReqTRES="",
     )
+
+
+def _uid(user: str) -> str:
+    """Slurm names who cancelled a job by uid; a user with no OS account by name."""
+    try:
+        import pwd
+
+        return str(pwd.getpwnam(user).pw_uid)
+    except (ImportError, KeyError):
+        return user
 
 
 def _jid(r: dict[str, Any]) -> str:

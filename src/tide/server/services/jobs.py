@@ -174,7 +174,8 @@ def cancel(
                     ["PENDING"],
                     "CANCELLED",
                     now,
-                    {"end_time": now, "reason": "None", "rev": row.rev + 1},
+                    {"end_time": now, "reason": "None", "rev": row.rev + 1,
+                     "cancel_requested": who.user},
                     reason=reason or f"cancelled by {who.user}",
                     actor=who.user,
                 )
