@@ -111,6 +111,12 @@ def test_what_the_user_writes_in_the_job_dir_cannot_steer_root(spool: Path) -> N
         (d / jobdir.STEPS).mkdir(exist_ok=True)
         os.mkfifo(d / jobdir.STEPS / "0.json")
         assert jobdir.read_steps(d) == []
+        # a rewritten spec.json does not move the job to another node for root (fencing)
+        spec = jobdir.read_json(d / jobdir.SPEC) or {}
+        spec["nodes"][0]["node"], spec["restart_count"] = "elsewhere", 9
+        jobdir.write_json_atomic(d / jobdir.SPEC, spec)
+        mine = r.ex.launched_spec(4)
+        assert [n.node for n in mine.nodes] == ["node01"] and mine.restart_count == 0
         # a pid file naming a process of root's: not the supervisor, never signalled
         real = jobdir.read_pid(d / jobdir.PIDFILE)
         jobdir.write_pid(d / jobdir.PIDFILE, os.getpid())
@@ -199,3 +205,29 @@ def test_a_readopted_job_gets_its_limit_from_the_controller_not_its_directory(
         again.ex.watch_limit(7, started, 3)
         rep = again.wait(7, timeout=60)
         assert rep.reason == "timeout"
+
+
+def test_a_forged_end_time_is_kept_after_the_job_was_last_seen_running(spool: Path) -> None:
+    """exit.json is the user's: an end time before the job was last seen running
+    (to be charged less) is moved up to that moment, and never past now."""
+    with os_user() as u:
+        r = _runner(spool, u)
+        marker = r.workdir / "go"
+        r.launch(8, f"#!/bin/sh\nwhile [ ! -e {marker} ]; do sleep 0.1; done\n", os_user=u.name)
+        d = r.ex.job_dir(8)
+        deadline = time.monotonic() + 60
+        while r.ex.supervisor_pid(8) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert r.ex.poll() == []  # seen running now
+        seen = time.time()
+        marker.touch()
+        while not (d / jobdir.EXIT).exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        forged = jobdir.read_json(d / jobdir.EXIT) or {}
+        jobdir.write_json_atomic(d / jobdir.EXIT, {**forged, "ended": 1000.0})
+        rep = r.wait(8, timeout=60)
+        rec = r.ex.exit_record(8)
+        assert rep.exit_code == 0 and rec is not None and rec.ended is not None
+        assert seen - 1 <= rec.ended <= time.time()

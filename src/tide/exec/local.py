@@ -79,6 +79,10 @@ class LocalExecutor(Executor):
         with contextlib.suppress(OSError):  # users enter their own job's directory only
             self.jobs_dir.chmod(_SHARED_DIR_MODE)
         self.checkpoints_dir = self.state_dir / "checkpoints"
+        # the executor's own copy of each launch spec: the job's spec.json is its
+        # user's to rewrite, so what root acts on (fencing) is read from here
+        self.launched_dir = self.state_dir / "launched"
+        self.launched_dir.mkdir(mode=0o700, exist_ok=True)
         self.kill_wait = kill_wait
         self.backstop = backstop
         self.step_grace = step_grace
@@ -90,6 +94,7 @@ class LocalExecutor(Executor):
         # executor ends it itself, reason, message): see enforce()
         self._limits: dict[int, tuple[float, int]] = {}
         self._deadlines: dict[int, tuple[float, str, str]] = {}
+        self._alive_at: dict[int, float] = {}  # job -> when poll() last saw it running
         self._spawners: dict[int, subprocess.Popen[bytes]] = {}  # reaped by poll()
         self._lock = threading.Lock()  # the controller may call from several threads
         self.agents = AgentPool(
@@ -181,6 +186,7 @@ class LocalExecutor(Executor):
             d.mkdir(parents=True, mode=0o700)
             config = {**self._config(spec), "python": python}
             jobdir.write_json_atomic(d / jobdir.SPEC, jobdir.spec_to_json(spec))
+            jobdir.write_json_atomic(self._launched_file(spec.job_id), jobdir.spec_to_json(spec))
             jobdir.write_json_atomic(d / jobdir.CONFIG, config)
             for sub in (jobdir.REQUESTS, jobdir.STEPS):  # made now, so they become the user's
                 (d / sub).mkdir()
@@ -264,6 +270,8 @@ class LocalExecutor(Executor):
                 )
             except OSError as e:
                 shutil.rmtree(d, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    self._launched_file(spec.job_id).unlink()
                 who = f" as {ident.name}" if ident is not None else ""
                 raise RuntimeError(
                     f"job {spec.job_id}: cannot start the supervisor{who} with "
@@ -358,6 +366,8 @@ class LocalExecutor(Executor):
         live = self._live(job_id)  # before reading exit.json: the supervisor writes it, then exits
         rec = jobdir.read_exit(d)
         if rec is None:
+            if live:
+                self._alive_at[job_id] = time.time()
             if live or not (d / jobdir.SPEC).exists():
                 return None
             if (d / jobdir.PIDFILE).exists():
@@ -389,8 +399,15 @@ class LocalExecutor(Executor):
     # -- beyond the interface -----------------------------------------------
 
     def exit_record(self, job_id: int) -> jobdir.ExitRecord | None:
-        """The full exit record (timestamps, message, "code:signal") of an ended job."""
-        return jobdir.read_exit(self.job_dir(job_id))
+        """The full exit record (timestamps, message, "code:signal") of an ended job.
+        Its end time is the job user's to write: it is kept between the last time
+        this executor saw the job running and now (accounting charges up to it)."""
+        rec = jobdir.read_exit(self.job_dir(job_id))
+        if rec is not None:
+            now = time.time()
+            end = min(rec.ended if rec.ended is not None else now, now)
+            rec.ended = max(end, self._alive_at.get(job_id, end))
+        return rec
 
     def forget(self, job_id: int) -> None:
         """Drop an ended job's state once the controller has stored its exit."""
@@ -398,7 +415,10 @@ class LocalExecutor(Executor):
             if self._live(job_id):
                 raise RuntimeError(f"job {job_id} is still running; cancel it before forget()")
             shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self._launched_file(job_id).unlink()
             self._reported.discard(job_id)
+            self._alive_at.pop(job_id, None)
 
     # -- nodes (tide.exec.agent) ------------------------------------------
 
@@ -438,16 +458,27 @@ class LocalExecutor(Executor):
     def _nodes_of(self, job_id: int) -> list[str]:
         """The job's nodes, batch node first, from its launch spec ([] if unreadable)."""
         try:
-            return [n.node for n in jobdir.load_spec(self.job_dir(job_id)).nodes]
+            return [n.node for n in self.launched_spec(job_id).nodes]
         except (OSError, ValueError, KeyError, TypeError):
             return []
+
+    def _launched_file(self, job_id: int) -> Path:
+        return self.launched_dir / f"{job_id}.json"
+
+    def launched_spec(self, job_id: int) -> LaunchSpec:
+        """The spec the job was launched with, from the executor's own copy (a job
+        launched by an older version has none: its spec.json is read)."""
+        data = jobdir.read_json(self._launched_file(job_id))
+        if data is None:
+            return jobdir.load_spec(self.job_dir(job_id))
+        return jobdir.spec_from_json(data)
 
     def _attempt_on(self, job_id: int, node: str) -> int | None:
         """The attempt of `job_id` running on `node` now, or None."""
         if not self._live(job_id) or node not in self._nodes_of(job_id):
             return None
         try:
-            return jobdir.load_spec(self.job_dir(job_id)).restart_count
+            return self.launched_spec(job_id).restart_count
         except (OSError, ValueError, KeyError, TypeError):
             return None
 

@@ -153,7 +153,7 @@ class NodeAgent:
         out = {}
         for job_id in self.local.running():
             try:
-                out[job_id] = [n.node for n in jobdir.load_spec(self.local.job_dir(job_id)).nodes]
+                out[job_id] = [n.node for n in self.local.launched_spec(job_id).nodes]
             except (OSError, ValueError, KeyError):
                 out[job_id] = [self.node]
         return out

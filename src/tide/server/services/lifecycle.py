@@ -100,6 +100,7 @@ def finish(
         row = jobrepo.get(s, report.job_id)
         if row is None or row.state not in LIVE:
             return None
+        now = max(now, row.start_time or now)  # a reported end is never before the start
         ending = recovery.classify(report, row.cancel_requested, message, pol)
         state = requeue_or_end(ctl, s, row, ending, now, tasks_running=_tasks_running(row, record))
     if ctl.loop is not None:
