@@ -247,3 +247,21 @@ def test_the_ray_executor_refuses_to_run_jobs_as_their_users(tmp_path: Path) -> 
     assert done.returncode == 2, done.stderr
     assert "Ray has no authentication" in text and "--single-user" in text
     assert "Traceback" not in text
+
+
+def test_an_operator_cannot_run_code_as_another_user(site: Site) -> None:
+    """A job for alice runs as alice's OS account: an operator may not submit it
+    (Slurm: only root and SlurmUser may use --uid); an administrator may."""
+    with site.srv.client() as admin:
+        r = admin.post("/v1/users", json={"name": "oscar", "admin_level": "Operator",
+                                          "accounts": ["physics"]})  # fmt: skip
+        assert r.status_code in (200, 201, 409), r.text
+        tok = admin.post("/v1/tokens", json={"user": "oscar", "name": "t"}).json()["token"]
+        ok = submit(admin, "#!/bin/sh\nid -u\n", site.work["alice"], user="alice")
+        assert ok.status_code == 201, ok.text
+        wait_state(admin, ok.json()["job_id"], FINAL, 120)
+    with site.srv.client(tok) as c:
+        r = submit(c, "#!/bin/sh\nid -u\n", site.work["alice"], user="alice")
+    assert r.status_code == 403, r.text
+    error = r.json()["error"]
+    assert "only administrators" in error and site.users["alice"].name in error

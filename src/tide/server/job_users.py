@@ -72,6 +72,18 @@ class JobUsers:
             raise _single_user_refusal(user, self.server_user)
 
 
+    def check_acting(self, role: str, submitter: str, user: str) -> None:
+        """Submitting as another user runs code as that user's OS account in
+        per-user mode: administrators only (they hold every user's tokens anyway),
+        as only root and SlurmUser may use sbatch --uid; operators may not."""
+        if self.per_user and user != submitter and role != "admin":
+            raise forbidden(
+                f"jobs run as their users here, so a job for {user!r} runs as OS user "
+                f"{self.os_user(user)!r}: only administrators may submit for another user "
+                f"(you are {submitter!r}, {role})",
+                "ask the user to submit it, or an administrator",
+            )
+
     def _exists(self, os_user: str) -> bool:
         """identity.exists, a found account kept FOUND_FOR seconds (a missing one is
         asked again each time, so a new account works at once; a deleted one fails

@@ -131,6 +131,7 @@ def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
                 "drop 'user' from the request",
             )
         _check_user_exists(ctl, body.user)
+        ctl.job_users.check_acting(who.role, who.user, body.user)
         user = body.user
     ctl.job_users.check(user)  # an OS account to run as; single-user mode: the server's
     req, script, script_args, warnings = build_request(body, now, ctl.config)
