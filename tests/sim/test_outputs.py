@@ -95,3 +95,19 @@ def test_index_strings() -> None:
     alloc = Allocation(7, (NodeAlloc(0, (0, 1, 2, 3), (0, 1)), NodeAlloc(1, (4, 5, 6, 7), (8,))))
     assert alloc_strings(Cluster(nodes=nodes), alloc) == (
         "gpu[001-002]", "gpu001:0-3;gpu002:4-7", "gpu001:0-1;gpu002:8")  # fmt: skip
+
+
+def test_node_indices_group_consecutive_nodes_with_the_same_indices() -> None:
+    """GPU and CPU index lists stay short on big jobs (issue 12 item 3): one
+    hostlist per run of nodes holding the same indices."""
+    from tide.sim.outputs import node_indices
+    from tide.sim.report import _node_gpus
+
+    whole = [(f"gpu{i:04d}", range(8)) for i in range(1, 4097)]
+    assert node_indices(whole) == "gpu[0001-4096]:0-7"
+    mixed = [("gpu001", [0, 1]), ("gpu002", [0, 1]), ("gpu003", [4]), ("gpu005", [4]),
+             ("gpu006", []), ("gpu007", [0, 1])]  # fmt: skip
+    text = node_indices(mixed)
+    assert text == "gpu[001-002]:0-1;gpu[003,005]:4;gpu007:0-1"
+    assert _node_gpus(text, "", 0) == [("gpu001", 2), ("gpu002", 2), ("gpu003", 1),
+                                       ("gpu005", 1), ("gpu007", 2)]  # fmt: skip

@@ -23,6 +23,7 @@ from tide.sim.runner import (
     WorkloadOptions,
     configure,
     faults_for,
+    jobs_csv_name,
     load_inputs,
     run_policy,
     write_comparison,
@@ -92,6 +93,10 @@ FromServer = Annotated[
         "of --workload; give its cluster with --cluster or --slurm-conf.",
     ),
 ]
+Gzip = Annotated[
+    bool,
+    typer.Option("--gzip", help="Write jobs.csv.gz (gzip) instead of jobs.csv: big runs."),
+]
 FaultsFile = Annotated[
     Path | None,
     typer.Option(
@@ -123,6 +128,7 @@ class Replay:
     price: float | None
     mfu: float | None
     from_server: Path | None = None
+    gzip: bool = False
 
     def facts(self, inputs: SimInputs, faults: int) -> dict[str, str]:
         """The report's scenario header."""
@@ -148,6 +154,7 @@ _REPLAY_OPTIONS: list[tuple[str, Any, Any]] = [
     ("bf_interval", BfInterval, None),
     ("mtbf", Mtbf, None), ("mttr", Mttr, 3600.0), ("faults", FaultsFile, None),
     ("price", Price, None), ("mfu", Mfu, None), ("from_server", FromServer, None),
+    ("gzip", Gzip, False),
 ]  # fmt: skip
 
 
@@ -315,10 +322,10 @@ def run_cmd(
     inputs.mfu = r.mfu
     faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
     (run,) = _runs(inputs, [policy or inputs.config.policy], r, faults)
-    write_policy_outputs(out, run)
+    write_policy_outputs(out, run, r.gzip)
     write_comparison(out, inputs, [run], r.facts(inputs, len(faults)), r.price, r.mfu)
     Console().print(_table([run]))
-    console.print(f"wrote {out}/jobs.csv, metrics.json, report.html")
+    console.print(f"wrote {out}/{jobs_csv_name(r.gzip)}, metrics.json, report.html")
 
 
 def _from_server(r: Replay) -> None:
@@ -411,7 +418,7 @@ def compare_cmd(
     fault_list = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)  # the same for everyone
     runs = _runs(inputs, names, r, fault_list, parallel or default_workers(len(names)))
     for run in runs:
-        write_policy_outputs(out / run.policy, run)
+        write_policy_outputs(out / run.policy, run, replay.gzip)
     write_comparison(out, inputs, runs, r.facts(inputs, len(fault_list)), r.price, r.mfu)
     Console().print(_table(runs))
     console.print(f"wrote {out}/comparison.json, {out}/report.html and one folder per policy")

@@ -287,18 +287,23 @@ def node_strings(
     names: list[str], gpn: int, ids: np.ndarray, need: np.ndarray, started: np.ndarray
 ) -> tuple[list[str], list[str]]:
     """Each job's (nodelist, gpu_index), as runner._fill_nodelists writes them:
-    compress() of its node names, and "name:0-7" per node joined by ';'; ""
-    for a job that never started or holds no node. `ids` holds every job's node
-    ids (sorted), one job after another, need[k] of them for job k."""
+    compress() of its node names, and that hostlist with ":0-7" (every node's
+    GPUs, tide.sim.outputs.node_indices); "" for a job that never started or
+    holds no node. `ids` holds every job's node ids (sorted), one job after
+    another, need[k] of them for job k."""
+    nodelist = _nodelists(names, ids, need, started)
+    rng = "0" if gpn == 1 else f"0-{gpn - 1}"
+    gpu_index = [f"{nl}:{rng}" if nl else "" for nl in nodelist] if gpn else [""] * len(need)
+    return nodelist, gpu_index
+
+
+def _nodelists(
+    names: list[str], ids: np.ndarray, need: np.ndarray, started: np.ndarray
+) -> list[str]:
+    """compress() of each job's node names ("" when it holds none)."""
     held = np.where(started, need, 0)  # nodes each job holds
     flat = ids[np.repeat(started, need)].astype(np.int64)  # the held ones, job after job
     bounds = np.concatenate(([0], np.cumsum(held)))
-    join = _countsim.join_groups
-    rng = "0" if gpn == 1 else f"0-{gpn - 1}"
-    if gpn:
-        gpu_index = join([f"{name}:{rng}" for name in names], flat, bounds, ";")
-    else:
-        gpu_index = [""] * len(need)
     shape = _name_shape(names)
     if shape is None:  # unusual names: compress() itself, once per distinct node set
         cache: dict[tuple[int, ...], str] = {}
@@ -309,14 +314,14 @@ def node_strings(
             if key and key not in cache:
                 cache[key] = compress(names[i] for i in key)
             nodelist.append(cache[key] if key else "")
-        return nodelist, gpu_index
+        return nodelist
     if not len(flat):
-        return [""] * len(need), gpu_index
+        return [""] * len(need)
     head, digits, nums, tail = shape
     # runs of consecutive numbers, never across two jobs: "n[001-004,007]"
     num = np.asarray(nums, dtype=np.int64)
     nodelist = _countsim.hostlists(flat, bounds, num, digits, names, head, tail)
-    return nodelist, gpu_index
+    return nodelist
 
 
 def _name_shape(names: list[str]) -> tuple[str, list[str], list[int], str] | None:

@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from tide.hostlist import compress, index_ranges
+from tide.hostlist import compress
 from tide.model import AccountTree, Cluster, Job, JobState
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
@@ -45,6 +45,7 @@ from tide.sched.types import (
 )
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
+from tide.sim.outputs import node_indices
 from tide.sim.predict import Predictor
 from tide.sim.progress import ProgressFn
 from tide.sim.training import Ledger
@@ -698,12 +699,8 @@ class Engine:
     def _describe(self, res: JobResult, alloc: Allocation) -> None:
         names = self.ix.names
         res.nodelist = compress(names[na.node] for na in alloc.nodes)
-        res.gpu_index = ";".join(
-            f"{names[na.node]}:{index_ranges(na.gpus)}" for na in alloc.nodes if na.gpus
-        )
-        res.cpu_ids = ";".join(
-            f"{names[na.node]}:{index_ranges(na.cores)}" for na in alloc.nodes if na.cores
-        )
+        res.gpu_index = node_indices((names[na.node], na.gpus) for na in alloc.nodes)
+        res.cpu_ids = node_indices((names[na.node], na.cores) for na in alloc.nodes)
 
     # -- metrics -------------------------------------------------------------
 

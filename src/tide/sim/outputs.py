@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,8 +51,20 @@ def fmt(x: float | int | None, decimals: int = 3) -> str:
 
 
 def node_indices(pairs: Iterable[tuple[str, Iterable[int]]]) -> str:
-    """[('gpu001', [0,1,2,3]), ('gpu002', [4,5,6,7])] -> 'gpu001:0-3;gpu002:4-7'."""
-    return ";".join(f"{node}:{index_ranges(idx)}" for node, idx in pairs if idx)
+    """Per node its GPU (or CPU) indices, consecutive nodes with the same ones
+    as one hostlist, so a 4,096-node job on whole nodes is one group:
+    [('gpu001', [0,1,2,3]), ('gpu002', [4,5,6,7])] -> 'gpu001:0-3;gpu002:4-7',
+    [('gpu001', [0,1]), ('gpu002', [0,1])] -> 'gpu[001-002]:0-1'."""
+    groups: list[tuple[list[str], str]] = []
+    for node, idx in pairs:
+        ranges = index_ranges(idx)
+        if not ranges:
+            continue
+        if groups and groups[-1][1] == ranges:
+            groups[-1][0].append(node)
+        else:
+            groups.append(([node], ranges))
+    return ";".join(f"{compress(nodes)}:{ranges}" for nodes, ranges in groups)
 
 
 def alloc_strings(cluster: Cluster, alloc: Allocation) -> tuple[str, str, str]:
@@ -123,17 +135,31 @@ def write_jobs_csv(path: str | Path, results: Iterable[JobResult] | ResultTable)
         data = [np.ascontiguousarray(c, dtype=np.float64 if k == "f" else np.int64)
                 if k != "s" else c for k, c in cols]  # fmt: skip
         body = csv_rows(tuple(data), kinds, _csv_special(), 3)
-        with Path(path).open("wb") as f:
+        with _open(path, "wb") as f:
             f.write((",".join(JOB_COLUMNS) + "\n").encode())
             f.write(body)
         return len(tab)
     text = [c if isinstance(c, list) else fmt_column(c) if k == "f" else int_column(c)
             for k, c in cols]  # fmt: skip
-    with Path(path).open("w", newline="", encoding="utf-8") as f:
+    with _open(path, "w") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(JOB_COLUMNS)
         w.writerows(zip(*text, strict=True))
     return len(tab)
+
+
+def _open(path: str | Path, mode: str) -> IO[Any]:
+    """A jobs.csv for reading or writing; gzip-compressed when its name ends in .gz."""
+    p = Path(path)
+    if p.name.endswith(".gz"):
+        import gzip
+
+        if "b" in mode:
+            return gzip.open(p, mode, compresslevel=3)  # type: ignore[return-value]
+        return gzip.open(p, mode + "t", compresslevel=3, newline="", encoding="utf-8")
+    if "b" in mode:
+        return p.open(mode)
+    return p.open(mode, newline="", encoding="utf-8")
 
 
 def _csv_rows() -> Callable[[tuple[Any, ...], str, str, int], bytes] | None:
@@ -184,7 +210,7 @@ def write_metrics_json(path: str | Path, metrics: dict[str, Any]) -> None:
 def read_jobs_csv(path: str | Path) -> list[JobResult]:
     """jobs.csv back into JobResults (for `tide sim report` on saved runs)."""
     out: list[JobResult] = []
-    with Path(path).open(newline="", encoding="utf-8") as f:
+    with _open(path, "r") as f:
         for row in csv.DictReader(f):
             out.append(_result(row))
     return out

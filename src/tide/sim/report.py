@@ -323,9 +323,10 @@ def _node_gpus(gpu_index: str, nodelist: str, gpus: int) -> list[tuple[str, int]
     """(node, GPUs held there) from a job's gpu_index, else its nodelist."""
     if gpu_index:
         out = []
-        for part in gpu_index.split(";"):
-            node, _, idx = part.partition(":")
-            out.append((node, len(parse_index_ranges(idx)) if idx else 0))
+        for part in gpu_index.split(";"):  # HOSTLIST:IDX groups (outputs.node_indices)
+            nodes, _, idx = part.rpartition(":")
+            count = len(parse_index_ranges(idx)) if idx else 0
+            out.extend((node, count) for node in expand(nodes))
         return out
     try:
         nodes = expand(nodelist) if nodelist else []

@@ -349,9 +349,8 @@ def _fill_nodelists(names: list[str], driver: CountDriver, results: list[JobResu
         ids = driver.nodes_of.get(r.job_id)
         if ids:
             r.nodelist = compress(names[i] for i in ids)
-            if gpn:
-                rng = "0" if gpn == 1 else f"0-{gpn - 1}"
-                r.gpu_index = ";".join(f"{names[i]}:{rng}" for i in ids)
+            if gpn:  # every node's GPUs: the node list's hostlist, one group
+                r.gpu_index = f"{r.nodelist}:{'0' if gpn == 1 else f'0-{gpn - 1}'}"
 
 
 def _finish(
@@ -413,9 +412,13 @@ def faults_for(
     return draw_faults([n.name for n in inputs.cluster.nodes], end, mtbf, mttr, seed)
 
 
-def write_policy_outputs(out: Path, run: PolicyRun) -> None:
+def jobs_csv_name(gzip: bool = False) -> str:
+    return "jobs.csv.gz" if gzip else "jobs.csv"
+
+
+def write_policy_outputs(out: Path, run: PolicyRun, gzip: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    write_jobs_csv(out / "jobs.csv", run.table)
+    write_jobs_csv(out / jobs_csv_name(gzip), run.table)
     write_metrics_json(out / "metrics.json", run.metrics)
 
 
