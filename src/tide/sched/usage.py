@@ -26,6 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tide.model import AccountTree
+from tide.model.sched_config import SchedulerConfig
+
 # TRESBillingWeights that make one GPU-second cost 1 (tide's default unit).
 GPU_SECONDS: dict[str, float] = {"gres/gpu": 1.0}
 
@@ -90,3 +93,27 @@ def billing(
         gpus * w.get("gres/gpu", 0.0),
     )
     return max(parts) if max_tres else sum(parts)
+
+
+def job_charge(
+    cpus: float,
+    gpus: float,
+    mem_mb: float,
+    seconds: float,
+    qos: str,
+    config: SchedulerConfig,
+    accounts: AccountTree,
+) -> float:
+    """The fair-share usage a job's allocation adds in `seconds`: its billable
+    TRES (TRESBillingWeights, PriorityFlags=MAX_TRES) x seconds x its QOS's
+    UsageFactor. The one charge rule: the live loop and the twin both call it."""
+    q = accounts.qos.get(qos)
+    factor = q.usage_factor if q is not None else 1.0
+    max_tres = "MAX_TRES" in {f.upper() for f in config.priority_flags}
+    units = billing(cpus, gpus, mem_mb, config.billing_weights, max_tres)
+    return units * max(0.0, seconds) * factor
+
+
+def bills_memory(config: SchedulerConfig) -> bool:
+    """Whether memory counts in the charge (a driver may skip reading it)."""
+    return any(k.lower() == "mem" for k in (config.billing_weights or {}))

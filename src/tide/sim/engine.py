@@ -448,17 +448,20 @@ class Engine:
         self._version += 1
 
     def _charge(self, a: Active, since: float, until: float) -> tuple[str, float]:
-        """Fair-share usage of a running job between two times, in billing units
-        (TRESBillingWeights; CPUs without them, as Slurm)."""
-        from tide.sched.usage import billing
+        """Fair-share usage of a running job between two times: the core's rule
+        (tide.sched.usage.job_charge: billing units x UsageFactor)."""
+        from tide.sched.usage import job_charge
 
-        units = billing(
+        amount = job_charge(
             sum(len(n.cores) * int(self.ix.tpc[n.node]) for n in a.alloc.nodes),
             a.alloc.gpu_count,
             sum(n.mem for n in a.alloc.nodes),
-            self.config.billing_weights,
+            until - since,
+            a.job.qos,
+            self.config,
+            self.accounts,
         )
-        return f"{a.job.account}/{a.job.user}", units * max(0.0, until - since)
+        return f"{a.job.account}/{a.job.user}", amount
 
     def _cycle(self, now: float, backfill: bool) -> None:
         self._retire(now)

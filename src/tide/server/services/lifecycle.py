@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from tide.exec.base import ExitReport
 from tide.sched import requeue
+from tide.sched.usage import bills_memory, job_charge
 from tide.server.services import recovery
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -256,31 +257,43 @@ def requeue_values(row: JobRow) -> dict[str, Any]:
 
 def _charge_tail(ctl: Any, row: JobRow, end: float) -> None:
     """Usage between the last periodic charge and the job's end."""
-    if not row.gpus_alloc or row.start_time is None:
+    if row.start_time is None:
         return
     with ctl.lock:
         since = max(row.start_time, ctl.usage_time)
-        amount = max(0.0, end - since) * row.gpus_alloc * _usage_factor(ctl, row.qos)
-        key = f"{row.account}/{row.user}"
-        ctl.usage[key] = ctl.usage.get(key, 0.0) + amount
-
-
-def _usage_factor(ctl: Any, qos: str) -> float:
-    q = ctl.tree.qos.get(qos)
-    return q.usage_factor if q is not None else 1.0
+        mem = _mem(row.allocation) if bills_memory(ctl.config) else 0
+        amount = job_charge(row.cpus_alloc or 0, row.gpus_alloc or 0, mem, end - since,
+                            row.qos, ctl.config, ctl.tree)  # fmt: skip
+        if amount > 0:
+            key = f"{row.account}/{row.user}"
+            ctl.usage[key] = ctl.usage.get(key, 0.0) + amount
 
 
 def running_charges(ctl: Any, since: float, now: float) -> list[tuple[str, float]]:
-    """(assoc key, GPU-seconds) used by live jobs in [since, now)."""
-    stmt = select(JobRow.user, JobRow.account, JobRow.qos, JobRow.gpus_alloc, JobRow.start_time)
-    stmt = stmt.where(JobRow.state.in_(LIVE), JobRow.gpus_alloc > 0)
+    """(assoc key, usage) of live jobs in [since, now): the core's charge rule
+    (tide.sched.usage.job_charge) on what each job holds."""
+    mem_too = bills_memory(ctl.config)
+    stmt = select(JobRow.user, JobRow.account, JobRow.qos, JobRow.gpus_alloc, JobRow.cpus_alloc,
+                  JobRow.start_time, JobRow.allocation)  # fmt: skip
+    stmt = stmt.where(JobRow.state.in_(LIVE))
     with ctl.sessions() as s:
         rows = list(s.execute(stmt))
     out = []
-    for user, account, qos, gpus, start in rows:
-        seconds = max(0.0, now - max(start or now, since))
-        out.append((f"{account}/{user}", seconds * gpus * _usage_factor(ctl, qos)))
+    for user, account, qos, gpus, cpus, start, alloc in rows:
+        seconds = now - max(start or now, since)
+        mem = _mem(alloc) if mem_too else 0
+        amount = job_charge(cpus or 0, gpus or 0, mem, seconds, qos, ctl.config, ctl.tree)
+        if amount > 0:
+            out.append((f"{account}/{user}", amount))
     return out
+
+
+def _mem(allocation: str | None) -> int:
+    """MB a stored allocation holds (codec.alloc_json), 0 when unreadable."""
+    try:
+        return sum(int(n.get("mem", 0)) for n in json.loads(allocation or "{}").get("nodes", []))
+    except (ValueError, TypeError, AttributeError):
+        return 0
 
 
 def fail_launch(ctl: Any, job_id: int, why: str) -> None:
