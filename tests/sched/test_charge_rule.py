@@ -48,9 +48,9 @@ def test_the_twin_charges_the_qos_usage_factor() -> None:
     600 GPU-s x 0.5 (the twin charged 600 before: no UsageFactor)."""
     cfg = SchedulerConfig(weights=PriorityWeights(fairshare=1000), priority_calc_period=300)
     c = flat_cluster(1)
-    jobs = [SimJob(1, 0.0, 600.0, JobRequest(gpus=1, time_limit=1000, qos="cheap"), user="u",
-                   account="a"),
-            SimJob(2, 600.0, 10.0, JobRequest(gpus=1, time_limit=1000), user="v", account="b")]  # fmt: skip
+    cheap = JobRequest(gpus=1, time_limit=1000, qos="cheap")
+    jobs = [SimJob(1, 0.0, 600.0, cheap, user="u", account="a"),
+            SimJob(2, 600.0, 10.0, JobRequest(gpus=1, time_limit=1000), user="v", account="b")]
     engine = Engine(c, cfg, "slurm", accounts=ACCOUNTS)
     engine.run(jobs)
     assert engine.fs_usage.get("a/u") == pytest.approx(300.0, rel=0.01)
