@@ -300,14 +300,14 @@ class Engine:
             return True
         if self._dormant:  # the chain slept through quiet ticks: its next one
             self._dormant = False
-            self._next_bf = self._tick(t, at_or_after=kind < BACKFILL)
+            self._next_bf = self._bf_tick(t, at_or_after=kind < BACKFILL)
             self._push(self._next_bf, BACKFILL, 0)
         elif self._next_bf is None:  # Slurm's backfill thread wakes on a fixed period
-            self._next_bf = self._tick(t, at_or_after=False)
+            self._next_bf = self._bf_tick(t, at_or_after=False)
             self._push(self._next_bf, BACKFILL, 0)
         return False
 
-    def _tick(self, t: float, at_or_after: bool) -> float:
+    def _bf_tick(self, t: float, at_or_after: bool) -> float:
         """The backfill thread's tick at or after t (or strictly after): multiples of
         bf_interval past its phase (bf_phase, when the recorded thread ran)."""
         interval, phase = self.config.bf_interval, self.config.bf_phase
