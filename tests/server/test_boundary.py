@@ -234,3 +234,21 @@ def test_an_unterminated_quote_is_a_clear_400(
         ok = submit(c, HELLO, tiny.work, ["-J", "bob's run", "--hold"])  # a quote inside is fine
         assert ok.status_code == 201 and job(c, ok.json()["job_id"])["name"] == "bob's run"
         c.delete(f"/v1/jobs/{ok.json()['job_id']}")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/users", {"name": ""}, "name"),  # was stored: DELETE /v1/users/ then hit the list
+        ("/v1/users", {"name": "a b"}, "name"),
+        ("/v1/accounts", {"name": "a,b"}, "name"),  # lists are comma-separated
+        ("/v1/qos", {"name": "x/y"}, "name"),  # names go into URLs
+        ("/v1/associations", {"user": "", "account": "physics"}, "user"),
+        ("/v1/tokens", {"user": ""}, "user"),
+    ],
+)
+def test_names_of_new_things_are_words(tiny: Any, path: str, body: dict, field: str) -> None:
+    with tiny.client() as admin:
+        r = admin.post(path, json=body)
+        assert r.status_code == 422 and r.json()["field"] == field, r.text
+        assert all(u["name"] for u in admin.get("/v1/users").json()["users"])

@@ -47,6 +47,12 @@ def _text(max_length: int) -> Any:
 Word = _text(128)  # names of accounts, partitions, users, nodes, signals
 Short = _text(64)  # QOS and reservation names
 GpuType = _text(32)
+# the name of a thing made by a request (user, account, QOS, reservation): not empty,
+# and no blank, comma or slash (lists are comma-separated, names go into URLs)
+Ident = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\s,/]+$"),
+                  AfterValidator(_clean)]  # fmt: skip
+ShortIdent = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s,/]+$"),
+                       AfterValidator(_clean)]  # fmt: skip
 JobName = _text(256)
 Name = _text(1024)  # descriptions, reasons, constraints
 Path = _text(4096)  # file and directory paths
@@ -218,7 +224,7 @@ Shares = Annotated[int, Field(strict=True, ge=0, le=INT_MAX)]
 
 
 class AccountBody(Strict):
-    name: Word
+    name: Ident
     parent: Word = "root"
     fairshare: Shares = 1
     description: Name = ""
@@ -229,15 +235,15 @@ class AccountBody(Strict):
 
 
 class UserBody(Strict):
-    name: Word
+    name: Ident
     admin_level: Word = "None"
     default_account: Word = ""
     accounts: list[Word] = Field(default_factory=list, max_length=1000)
 
 
 class AssocBody(Strict):
-    user: Word
-    account: Word
+    user: Ident
+    account: Ident
     fairshare: Shares = 1
     qos: list[Short] = Field(default_factory=list, max_length=1000)
     default_qos: Short = ""
@@ -246,7 +252,7 @@ class AssocBody(Strict):
 
 
 class QosBody(Strict):
-    name: Short
+    name: ShortIdent
     priority: Annotated[int, Field(strict=True, ge=0, le=INT_MAX)] = 0
     limits: Limits = Field(default_factory=dict)
     preempt: list[Short] = Field(default_factory=list, max_length=1000)
@@ -258,13 +264,13 @@ class QosBody(Strict):
 
 
 class TokenBody(Strict):
-    user: Word
+    user: Ident
     name: Word = ""
     expires_in: Limit | None = Field(None, description="seconds (> 0); none = never")
 
 
 class ReservationBody(Strict):
-    name: Short
+    name: ShortIdent
     start: Epoch | None = Field(None, description="epoch seconds; none = now")
     duration: Limit | None = Field(None, description="seconds (or give end)")
     end: Epoch | None = None
