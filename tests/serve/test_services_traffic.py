@@ -4,6 +4,7 @@ scale-down and a replica killed mid-request drop no request."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -188,3 +189,41 @@ def test_scale_to_zero_and_back_buffers_the_first_requests(served: Any) -> None:
         assert max(asked) <= 2, ups
         wait_for("back at zero once idle", at_zero, 120)
         c.delete("/v1/services/zero")
+
+
+def test_a_killed_router_is_replaced_and_loses_only_what_it_held(served: Any) -> None:
+    """The router dies (kill -9) under traffic: the controller starts another on the
+    same address at its next tick; the service's listening socket stayed open in the
+    controller, so new connections waited in its backlog instead of being refused,
+    and only the requests the dead router held (one per client at most) are lost."""
+    with served.client(served.tokens["alice"]) as c:
+        r = c.post("/v1/services", json={"service": doc("rk", replicas=2),
+                                         "cwd": str(served.work)})  # fmt: skip
+        assert r.status_code == 201, r.text
+        url = r.json()["url"]
+        wait_for("2 ready replicas", lambda: status(c, "rk")["ready"] == 2, 120)
+        state_file = served.data_dir / "services" / "rk" / "router.json"
+        old = json.loads(state_file.read_text())
+
+        def new_router() -> dict[str, Any] | None:
+            try:
+                now = json.loads(state_file.read_text())
+            except (OSError, ValueError):
+                return None
+            return now if now["pid"] != old["pid"] else None
+
+        load = Load(url, workers=3, path="/work?ms=100", active=3).start()
+        try:
+            wait_for("some answers", lambda: load.codes()[200] >= 10, 60)
+            os.kill(int(old["pid"]), signal.SIGKILL)
+            now = wait_for("a new router", new_router, 60)
+            assert now["port"] == old["port"]  # the service's stable address
+            answered = load.codes()[200]
+            wait_for("answers through the new router",
+                     lambda: load.codes()[200] >= answered + 20, 60)  # fmt: skip
+        finally:
+            load.stop()
+        lost = load.failures()
+        assert len(lost) <= 3, lost  # at most the one request each client had in flight
+        assert all("refused" not in why for _, _, why in lost), lost
+        c.delete("/v1/services/rk")

@@ -32,6 +32,7 @@ import hmac
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from bisect import bisect_left
@@ -444,13 +445,17 @@ async def serve(args: argparse.Namespace) -> None:
     token = Path(args.token_file).read_text().strip()
     router = Router(args.name, args.buffer)
     admin = Admin(router, token, stop)
-    main = await loop.create_server(
-        lambda: ClientProtocol(router.handle, router.fast),
-        args.host,
-        args.port,
-        reuse_address=True,
-        backlog=1024,
-    )
+
+    def client() -> ClientProtocol:
+        return ClientProtocol(router.handle, router.fast)
+
+    if args.fd >= 0:  # the controller's listening socket: it outlives this process
+        listening = socket.socket(fileno=args.fd)
+        main = await loop.create_server(client, sock=listening, backlog=1024)
+    else:
+        main = await loop.create_server(
+            client, args.host, args.port, reuse_address=True, backlog=1024
+        )
     side = await loop.create_server(
         lambda: ClientProtocol(admin.handle), "127.0.0.1", args.admin_port
     )
@@ -476,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--token-file", required=True)
     p.add_argument("--buffer", type=float, default=30.0)
     p.add_argument("--state-file", default="")
+    p.add_argument("--fd", type=int, default=-1, help="an inherited listening socket")
     args = p.parse_args(argv)
     try:
         import uvloop

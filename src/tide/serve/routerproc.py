@@ -1,7 +1,11 @@
 """The controller's handle on a service's router process: start it (or adopt
 the one a previous controller left running), push endpoints, read stats,
 stop it. The router outlives the controller, so a controller restart drops
-no request."""
+no request. The controller binds the service's port itself and hands the
+listening socket to the router: if the router dies, the socket stays open
+in the controller, new connections wait in its backlog and the next router
+(started at the next tick) takes them, so only the requests the dead
+router held are lost."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +47,7 @@ class RouterHandle:
         self.pid = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.pushed: str = ""  # the last endpoint document sent
+        self.sock: socket.socket | None = None  # the service's listening socket, if ours
 
     def ensure(self, buffer: float) -> bool:
         """The router is up (adopted or started); False while it is starting."""
@@ -55,12 +61,20 @@ class RouterHandle:
         return False
 
     def _alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except OSError:
+        # A router this controller started is its child: once dead it stays a
+        # zombie that signal 0 still reaches until reaped, so ask the child itself
+        # (else a killed router was never restarted).
+        if self.proc is not None and self.proc.pid == self.pid:
+            alive = self.proc.poll() is None
+        else:
+            try:
+                os.kill(self.pid, 0)
+                alive = True
+            except OSError:
+                alive = False
+        if not alive:
             self.admin_port = 0
-            return False
-        return True
+        return alive
 
     def _adopt(self) -> bool:
         try:
@@ -88,12 +102,36 @@ class RouterHandle:
             "--host", self.host, "--port", str(self.port), "--token-file", str(token_file),
             "--state-file", str(self.state_file), "--buffer", str(buffer),
         ]  # fmt: skip
+        fds: tuple[int, ...] = ()
+        sock = self._listening()
+        if sock is not None:
+            cmd += ["--fd", str(sock.fileno())]
+            fds = (sock.fileno(),)
+        self.pushed = ""  # a new router knows no endpoint
         with open(self.dir / "router.log", "ab") as out:
             self.proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # outlives the controller, like a job supervisor
+                pass_fds=fds,
             )  # fmt: skip
         log.info("service %s: router starting on %s:%d", self.name, self.host, self.port)
+
+    def _listening(self) -> socket.socket | None:
+        """The service's port, bound and listening, kept open here; None if it
+        cannot be bound (the router then binds it itself and says why)."""
+        if self.sock is not None:
+            return self.sock
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(1024)
+        except OSError as e:
+            sock.close()
+            log.warning("service %s: cannot hold port %d: %s", self.name, self.port, e)
+            return None
+        self.sock = sock
+        return sock
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=TIMEOUT)
@@ -133,3 +171,6 @@ class RouterHandle:
                 self.proc.kill()
         self.admin_port = 0
         self.state_file.unlink(missing_ok=True)
+        if self.sock is not None:  # the service is gone: so is its address
+            self.sock.close()
+            self.sock = None
