@@ -36,6 +36,7 @@ from tide.serve.probes import Prober
 from tide.serve.routerproc import RouterHandle, router_token
 from tide.serve.spec import parse_service
 from tide.server.auth import Principal
+from tide.server.ports import Ctl
 from tide.store import services as svcrepo
 from tide.store.services import DELETING, ReplicaRow, ServiceRow
 
@@ -88,7 +89,7 @@ class Writes:
 
 
 class ServiceController:
-    def __init__(self, ctl: Any) -> None:
+    def __init__(self, ctl: Ctl) -> None:
         self.ctl = ctl
         self.root = ctl.settings.data_dir / "services"
         self.token = router_token(self.root)

@@ -20,6 +20,7 @@ from tide.hostlist import compress
 from tide.model.job import Job
 from tide.sched.types import Decisions
 from tide.server import launch as launching
+from tide.server.ports import Ctl
 from tide.server.services import lifecycle, preemption
 from tide.server.snapshot import Loaded
 from tide.store import accounting, codec
@@ -32,7 +33,7 @@ LAUNCH_WORKERS = 4  # jobs launched at once after a pass
 
 
 def apply(
-    ctl: Any, loaded: Loaded, d: Decisions, now: float, save_usage: bool
+    ctl: Ctl, loaded: Loaded, d: Decisions, now: float, save_usage: bool
 ) -> tuple[int, bool]:
     """Apply one pass's decisions: guarded starts with their accounting
     attempts, pending jobs' scheduler columns and (when asked) the decayed
@@ -97,7 +98,7 @@ def apply(
         with ThreadPoolExecutor(max_workers=LAUNCH_WORKERS) as pool:
             for job_id, alloc, partition in launched:
                 pool.submit(_launch, ctl, job_id, alloc, partition, snap)
-    kill_due = preemption.apply(ctl, d, now)  # victims signalled
+    kill_due = preemption.apply(ctl, d, now) > 0  # victims signalled
     return len(launched), kill_due
 
 
@@ -138,7 +139,7 @@ def _eligible(job: Job, d: Decisions, now: float) -> float:
     return d.eligible.get(job.id, now)
 
 
-def _launch(ctl: Any, job_id: int, alloc: Any, partition: str, snap: Any) -> None:
+def _launch(ctl: Ctl, job_id: int, alloc: Any, partition: str, snap: Any) -> None:
     with ctl.sessions() as s:
         row = jobrepo.get(s, job_id)
         if row is None:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tide.server.errors import ApiError, internal_error, validation_body
+from tide.server.ports import Ctl
 from tide.server.schemas import SubmitBody
 from tide.server.services import submit as submitting
 
@@ -135,7 +136,7 @@ async def _answer(send: Any, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _prepare(ctl: Any, who: Any, data: Any) -> submitting.Prepared:
+def _prepare(ctl: Ctl, who: Any, data: Any) -> submitting.Prepared:
     return submitting.prepare(ctl, who, SubmitBody.model_validate(data))
 
 

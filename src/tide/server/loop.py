@@ -31,6 +31,7 @@ from tide.sched.usage import charge_all, decay
 from tide.server import ray_nodes
 from tide.server.apply import apply, cpus_of
 from tide.server.pass_log import PassLog
+from tide.server.ports import Ctl
 from tide.server.schedule import PolicyDriver
 from tide.server.services import faults as jobfaults
 from tide.server.services import lifecycle, nodes, preemption, share_history
@@ -72,7 +73,7 @@ class WillRun:
 
 
 class SchedulingLoop:
-    def __init__(self, ctl: Any, schedule_fn: Any = None) -> None:
+    def __init__(self, ctl: Ctl, schedule_fn: Any = None) -> None:
         self.ctl = ctl
         self._own_scheduler = schedule_fn is None
         self.driver: PolicyDriver | None = None if schedule_fn else _driver(ctl)
@@ -261,7 +262,7 @@ class SchedulingLoop:
             ctl.usage_time = now
 
 
-def _driver(ctl: Any) -> PolicyDriver:
+def _driver(ctl: Ctl) -> PolicyDriver:
     """Schedule's adapter over the cluster's named policy (tide.server.schedule)."""
     driver = PolicyDriver(ctl.cluster, ctl.config, ctl.pools)
     ctl.pooled = driver.pooled

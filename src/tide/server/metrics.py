@@ -13,9 +13,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from tide.server.ports import Ctl
+
 
 class _Collector:
-    def __init__(self, ctl: Any) -> None:
+    def __init__(self, ctl: Ctl) -> None:
         self.ctl = ctl
 
     def collect(self) -> Iterator[Any]:
@@ -84,7 +86,7 @@ class _Collector:
             yield from collect(ctl.services)
 
 
-def _nodes(ctl: Any) -> Iterator[Any]:
+def _nodes(ctl: Ctl) -> Iterator[Any]:
     """Nodes by administrative state (IDLE, DRAIN, DOWN, ...), as the controller holds it."""
     with ctl.lock:
         states = dict(ctl.node_states)
@@ -97,7 +99,7 @@ def _nodes(ctl: Any) -> Iterator[Any]:
     yield g
 
 
-def render(ctl: Any) -> bytes:
+def render(ctl: Ctl) -> bytes:
     reg = CollectorRegistry()
     reg.register(_Collector(ctl))  # type: ignore[arg-type]
     return bytes(generate_latest(reg))

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import Any
 
 from tide.server.auth import Principal
+from tide.server.ports import Ctl
 
 log = logging.getLogger("tide.server")
 
@@ -25,7 +25,7 @@ _last = [0.0]
 _ignored: set[str] = set()  # names logged once as not in the cluster file
 
 
-def sync(ctl: Any, force: bool = False) -> None:
+def sync(ctl: Ctl, force: bool = False) -> None:
     """Mark DOWN / resume / add nodes as the executor's membership says (the
     loop calls this before collecting exits, so a dead node's jobs requeue)."""
     changes = getattr(ctl.executor, "node_changes", None)
@@ -51,7 +51,7 @@ def sync(ctl: Any, force: bool = False) -> None:
             nodes.set_state(ctl, _ACTOR, n.name, "IDLE", "")
 
 
-def _grow(ctl: Any, names: list[str]) -> None:
+def _grow(ctl: Ctl, names: list[str]) -> None:
     """New Ray nodes become tide nodes at the end of the list (allocations
     name nodes by index, so existing ones keep theirs), in partition 'ray'."""
     from tide.exec.ray.cluster import PARTITION, tide_node, topology

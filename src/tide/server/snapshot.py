@@ -28,6 +28,7 @@ from tide.model import Job, JobRequest, JobState
 from tide.sched.isolate import JobFault, describe
 from tide.sched.shape import UNLIMITED
 from tide.sched.types import Allocation, Running, Snapshot
+from tide.server.ports import Ctl
 from tide.server.services import faults as jobfaults
 from tide.server.services import preemption
 from tide.store import codec
@@ -280,7 +281,7 @@ class ActiveJobs:
         return len(self._entries)
 
 
-def load(ctl: Any, active: ActiveJobs, now: float, backfill: bool, full: bool = False) -> Loaded:
+def load(ctl: Ctl, active: ActiveJobs, now: float, backfill: bool, full: bool = False) -> Loaded:
     with ctl.sessions() as s:
         entries = active.refresh(s, now, full)
         unreadable = active.unreadable()

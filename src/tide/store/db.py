@@ -21,6 +21,9 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 HEAD = "0006"
 
 
+SessionFactory = sessionmaker[Session]  # what the controller opens sessions with
+
+
 def database_unavailable(exc: BaseException) -> bool:
     """Whether `exc` says the database cannot be reached (down, connection cut),
     so the edge can answer 503 without knowing the database library."""

@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from tide.server import views as apiviews
 from tide.server.auth import Principal
+from tide.server.ports import Ctl
 from tide.server.services import efficiency as eff
 from tide.server.services import jobs as jobsvc
 from tide.server.services import nodes as nodesvc
@@ -25,7 +26,7 @@ from tide.store.jobs import ACTIVE, JobFilter
 from tide.store.models import JobRow
 
 
-def _gpu_owners(ctl: Any, who: Principal) -> dict[tuple[int, int], dict[str, Any]]:
+def _gpu_owners(ctl: Ctl, who: Principal) -> dict[tuple[int, int], dict[str, Any]]:
     """(node index, GPU index) -> the live job holding it, as this user may see it."""
     stmt = select(JobRow.id, JobRow.user, JobRow.account, JobRow.allocation, JobRow.name).where(
         JobRow.state.in_(LIVE)
@@ -44,7 +45,7 @@ def _gpu_owners(ctl: Any, who: Principal) -> dict[tuple[int, int], dict[str, Any
     return out
 
 
-def cluster(ctl: Any, who: Principal) -> dict[str, Any]:
+def cluster(ctl: Ctl, who: Principal) -> dict[str, Any]:
     """Switches -> nodes -> GPUs: the switch tree (or blocks, or one flat group)
     with each node's state and each GPU's holder."""
     nodes = nodesvc.listing(ctl)
@@ -72,7 +73,7 @@ def cluster(ctl: Any, who: Principal) -> dict[str, Any]:
     }
 
 
-def _groups(ctl: Any, by_name: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _groups(ctl: Ctl, by_name: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Top switches, each with its leaves (path 'spine/leaf1') and their nodes."""
     topo = ctl.cluster.topology
     placed: set[str] = set()
@@ -102,7 +103,7 @@ def _groups(ctl: Any, by_name: dict[str, dict[str, Any]]) -> list[dict[str, Any]
     return [{"name": top, "leaves": ls} for top, ls in tops.items()]
 
 
-def queue(ctl: Any, who: Principal) -> dict[str, Any]:
+def queue(ctl: Ctl, who: Principal) -> dict[str, Any]:
     """Active jobs the caller may see, pending ones with reason and estimated start."""
     cols, rows = jobsvc.listing(ctl, who, JobFilter(states=ACTIVE))
     jobs = [dict(zip(cols, r, strict=True)) for r in rows]
@@ -125,12 +126,12 @@ def queue(ctl: Any, who: Principal) -> dict[str, Any]:
     }
 
 
-def job(ctl: Any, who: Principal, job_id: str) -> list[dict[str, Any]]:
+def job(ctl: Ctl, who: Principal, job_id: str) -> list[dict[str, Any]]:
     """The job(s) as `tide show job` gets them: phases, history, attempts, efficiency."""
     return jobsvc.show(ctl, who, job_id)
 
 
-def accounts(ctl: Any, who: Principal, hours: float) -> dict[str, Any]:
+def accounts(ctl: Ctl, who: Principal, hours: float) -> dict[str, Any]:
     """Fair-share tree and its history over the window, GPU-hours and cost per
     account, each account's GPUs over time (binned), and training efficiency
     per account."""
@@ -170,7 +171,7 @@ def gpu_series(attempts: list[Any], start: float, end: float, bins: int) -> dict
     return dict(out)
 
 
-def services(ctl: Any, who: Principal) -> dict[str, Any]:
+def services(ctl: Ctl, who: Principal) -> dict[str, Any]:
     """Inference services as `tide service ls` lists them for the caller (their
     own, or all for operators): state, replicas ready of desired, router URL."""
     from tide.server.services import serving

@@ -13,6 +13,7 @@ from tide.config.slurm_view import slurm_keys
 from tide.server.auth import Principal
 from tide.server.deps import ctl_of, who
 from tide.server.errors import responses
+from tide.server.ports import Ctl
 
 router = APIRouter(prefix="/v1", tags=["meta"], responses=responses(401, 500, 503))
 metrics_router = APIRouter(tags=["meta"], responses=responses(500))
@@ -86,6 +87,6 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
     }
 
 
-def _policy_name(ctl: Any) -> str:
+def _policy_name(ctl: Ctl) -> str:
     driver = getattr(ctl.loop, "driver", None)
     return driver.name if driver is not None else ctl.config.policy

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from tide.model import Account, Qos, UserAssoc
 from tide.server.auth import Principal, role_of
 from tide.server.errors import bad_request, conflict, not_found
+from tide.server.ports import Ctl
 from tide.server.schemas import AccountBody, AssocBody, QosBody, TokenBody, UserBody
 from tide.store import accounting, codec
 from tide.store import accounts as acctrepo
@@ -44,11 +45,11 @@ def account_view(a: Account) -> dict[str, Any]:
     return d
 
 
-def list_accounts(ctl: Any) -> list[dict[str, Any]]:
+def list_accounts(ctl: Ctl) -> list[dict[str, Any]]:
     return [account_view(a) for a in ctl.tree.accounts.values()]
 
 
-def put_account(ctl: Any, body: AccountBody, create: bool) -> dict[str, Any]:
+def put_account(ctl: Ctl, body: AccountBody, create: bool) -> dict[str, Any]:
     tree = ctl.tree
     if create and body.name in tree.accounts:
         raise conflict(
@@ -84,7 +85,7 @@ def put_account(ctl: Any, body: AccountBody, create: bool) -> dict[str, Any]:
     return account_view(acct)
 
 
-def delete_account(ctl: Any, name: str) -> None:
+def delete_account(ctl: Ctl, name: str) -> None:
     tree = ctl.tree
     if name == "root":
         raise bad_request("root cannot be deleted", "name", "delete its children instead")
@@ -109,7 +110,7 @@ def delete_account(ctl: Any, name: str) -> None:
     ctl.reload_tree()
 
 
-def list_users(ctl: Any) -> list[dict[str, Any]]:
+def list_users(ctl: Ctl) -> list[dict[str, Any]]:
     with ctl.sessions() as s:
         users = list(s.scalars(select(UserRow).order_by(UserRow.name)))
     tree = ctl.tree
@@ -131,7 +132,7 @@ def _assoc_view(a: UserAssoc) -> dict[str, Any]:
     return d
 
 
-def put_user(ctl: Any, body: UserBody) -> dict[str, Any]:
+def put_user(ctl: Ctl, body: UserBody) -> dict[str, Any]:
     level = LEVELS.get(body.admin_level.lower())
     if level is None:
         raise bad_request(
@@ -158,7 +159,7 @@ def put_user(ctl: Any, body: UserBody) -> dict[str, Any]:
     return next(u for u in list_users(ctl) if u["name"] == body.name)
 
 
-def delete_user(ctl: Any, who: Principal, name: str) -> None:
+def delete_user(ctl: Ctl, who: Principal, name: str) -> None:
     if name == who.user:
         raise bad_request("you cannot delete yourself", "name", "ask another admin")
     with ctl.sessions.begin() as s:
@@ -171,7 +172,7 @@ def delete_user(ctl: Any, who: Principal, name: str) -> None:
     ctl.reload_tree()
 
 
-def put_assoc(ctl: Any, body: AssocBody) -> dict[str, Any]:
+def put_assoc(ctl: Ctl, body: AssocBody) -> dict[str, Any]:
     if body.account not in ctl.tree.accounts:
         raise bad_request(
             f"account {body.account!r} does not exist",
@@ -196,7 +197,7 @@ def put_assoc(ctl: Any, body: AssocBody) -> dict[str, Any]:
     return _assoc_view(ctl.tree.assoc(body.user, body.account))
 
 
-def delete_assoc(ctl: Any, user: str, account: str) -> None:
+def delete_assoc(ctl: Ctl, user: str, account: str) -> None:
     with ctl.sessions.begin() as s:
         if not acctrepo.delete_assoc(s, user, account):
             raise not_found(
@@ -208,7 +209,7 @@ def delete_assoc(ctl: Any, user: str, account: str) -> None:
     ctl.reload_tree()
 
 
-def _check_qos(ctl: Any, names: list[str]) -> None:
+def _check_qos(ctl: Ctl, names: list[str]) -> None:
     for q in names:
         if q not in ctl.tree.qos:
             raise bad_request(
@@ -216,7 +217,7 @@ def _check_qos(ctl: Any, names: list[str]) -> None:
             )
 
 
-def list_qos(ctl: Any) -> list[dict[str, Any]]:
+def list_qos(ctl: Ctl) -> list[dict[str, Any]]:
     out = []
     for q in ctl.tree.qos.values():
         d = asdict(q)
@@ -225,7 +226,7 @@ def list_qos(ctl: Any) -> list[dict[str, Any]]:
     return out
 
 
-def put_qos(ctl: Any, body: QosBody) -> dict[str, Any]:
+def put_qos(ctl: Ctl, body: QosBody) -> dict[str, Any]:
     for p in body.preempt:
         if p not in ctl.tree.qos and p != body.name:
             raise bad_request(f"preempt: QOS {p!r} does not exist", "preempt", "create it first")
@@ -246,7 +247,7 @@ def put_qos(ctl: Any, body: QosBody) -> dict[str, Any]:
     return next(x for x in list_qos(ctl) if x["name"] == body.name)
 
 
-def delete_qos(ctl: Any, name: str) -> None:
+def delete_qos(ctl: Ctl, name: str) -> None:
     if name == "normal":
         raise bad_request("QOS 'normal' is the default and cannot be deleted", "name", "")
     if name not in ctl.tree.qos:
@@ -256,7 +257,7 @@ def delete_qos(ctl: Any, name: str) -> None:
     ctl.reload_tree()
 
 
-def create_token(ctl: Any, body: TokenBody) -> dict[str, Any]:
+def create_token(ctl: Ctl, body: TokenBody) -> dict[str, Any]:
     now = time.time()
     expires = now + body.expires_in if body.expires_in else None
     with ctl.sessions.begin() as s:
@@ -278,7 +279,7 @@ def create_token(ctl: Any, body: TokenBody) -> dict[str, Any]:
     }
 
 
-def list_tokens(ctl: Any) -> list[dict[str, Any]]:
+def list_tokens(ctl: Ctl) -> list[dict[str, Any]]:
     with ctl.sessions() as s:
         return [
             {
@@ -293,7 +294,7 @@ def list_tokens(ctl: Any) -> list[dict[str, Any]]:
         ]
 
 
-def revoke_token(ctl: Any, token_id: int) -> None:
+def revoke_token(ctl: Ctl, token_id: int) -> None:
     with ctl.sessions.begin() as s:
         _keep_an_admin(s, f"revoking token {token_id}", token_id=token_id)
         if not tokrepo.revoke(s, token_id):
@@ -320,7 +321,7 @@ def _keep_an_admin(s: Any, action: str, user: str = "", token_id: int | None = N
     )
 
 
-def set_price(ctl: Any, gpu_type: str, price: float) -> dict[str, float]:
+def set_price(ctl: Ctl, gpu_type: str, price: float) -> dict[str, float]:
     if price < 0:
         raise bad_request("a price cannot be negative", "per_gpu_hour", "give 0 or more")
     with ctl.sessions.begin() as s:

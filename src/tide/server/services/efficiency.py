@@ -19,6 +19,7 @@ from tide.efficiency import model_flops_per_token as declared_fpt
 from tide.model.gpu_peaks import peak_tflops
 from tide.server.auth import Principal
 from tide.server.errors import forbidden
+from tide.server.ports import Ctl
 from tide.server.schemas import NotifyBody
 from tide.store import codec
 from tide.store import progress as repo
@@ -47,11 +48,11 @@ def comment_fpt(row: JobRow) -> float | None:
         return None  # checked at submission; a stored comment stays readable
 
 
-def peak_of(ctl: Any, gpu_type: str) -> float | None:
+def peak_of(ctl: Ctl, gpu_type: str) -> float | None:
     return peak_tflops(gpu_type, getattr(ctl.cluster, "gpu_peak_tflops", None))
 
 
-def measured(ctl: Any, row: JobRow, p: Progress, now: float) -> Measured:
+def measured(ctl: Ctl, row: JobRow, p: Progress, now: float) -> Measured:
     live = 0.0
     if row.state in LIVE and row.start_time is not None:
         live = max(0.0, now - row.start_time) * (row.gpus_alloc or 0)
@@ -59,7 +60,7 @@ def measured(ctl: Any, row: JobRow, p: Progress, now: float) -> Measured:
     return Measured(p, gpus, peak_of(ctl, row.gpu_type or ""), (row.gpu_seconds or 0.0) + live)
 
 
-def job_view(ctl: Any, s: Any, row: JobRow, now: float | None = None) -> dict[str, Any] | None:
+def job_view(ctl: Ctl, s: Any, row: JobRow, now: float | None = None) -> dict[str, Any] | None:
     """The job's figures plus its declaration and series, or None if it never reported."""
     p = repo.load(s, row.id)
     if p is None:
@@ -81,7 +82,7 @@ def job_view(ctl: Any, s: Any, row: JobRow, now: float | None = None) -> dict[st
     return out
 
 
-def for_ids(ctl: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
+def for_ids(ctl: Ctl, ids: list[int]) -> dict[int, dict[str, Any]]:
     """Figures of the listed jobs that reported progress (the caller checked
     who may see them)."""
     now = time.time()
@@ -92,7 +93,7 @@ def for_ids(ctl: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
 
 
 def by_account(
-    ctl: Any, who: Principal, since: float | None = None, accounts: tuple[str, ...] = ()
+    ctl: Ctl, who: Principal, since: float | None = None, accounts: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """Per account: the group figures of its jobs that reported since `since`
     (all time when None), and the live throughput (tokens/s of its running

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from tide.sched.isolate import JobFault
+from tide.server.ports import Ctl
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
 
@@ -31,7 +31,7 @@ def quarantined(held: str, reason: str) -> bool:
     return held == "admin" and reason.startswith(REASON)
 
 
-def hold(ctl: Any, faults: Iterable[JobFault], now: float) -> list[int]:
+def hold(ctl: Ctl, faults: Iterable[JobFault], now: float) -> list[int]:
     """Admin-hold each pending faulty job with a reason naming its error; the
     ids actually held (a job that left PENDING meanwhile is left alone)."""
     held = []

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from tide.server import views
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, conflict, forbidden, not_found
+from tide.server.ports import Ctl
 from tide.server.schemas import NotifyBody, UpdateBody
 from tide.server.services import efficiency
 from tide.server.services.lifecycle import LIVE, REQUEUE, requeue_values
@@ -73,7 +74,7 @@ def check_owner(who: Principal, row: JobRow, action: str) -> None:
     )
 
 
-def show(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+def show(ctl: Ctl, who: Principal, text: str) -> list[dict[str, Any]]:
     with ctl.sessions() as s:
         rows = rows_for(s, text)
         for r in rows:
@@ -91,7 +92,7 @@ def show(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
         return out
 
 
-def listing(ctl: Any, who: Principal, f: jobrepo.JobFilter) -> tuple[list[str], list[list[Any]]]:
+def listing(ctl: Ctl, who: Principal, f: jobrepo.JobFilter) -> tuple[list[str], list[list[Any]]]:
     """(columns, rows) for a queue/acct listing; users see their own jobs only."""
     if not who.operator:
         if f.users and set(f.users) != {who.user}:
@@ -106,7 +107,7 @@ def listing(ctl: Any, who: Principal, f: jobrepo.JobFilter) -> tuple[list[str], 
 
 
 def queue_text(
-    ctl: Any,
+    ctl: Ctl,
     who: Principal,
     ids: tuple[str, ...],
     states: tuple[str, ...],
@@ -154,7 +155,7 @@ _QUEUE_LOCK = threading.Lock()
 
 
 def cancel(
-    ctl: Any, who: Principal, text: str, sig: str | None = None, reason: str = ""
+    ctl: Ctl, who: Principal, text: str, sig: str | None = None, reason: str = ""
 ) -> list[dict[str, Any]]:
     """scancel: pending jobs end now; live jobs are killed (SIGTERM, KillWait,
     SIGKILL) and end CANCELLED when their processes are gone."""
@@ -202,7 +203,7 @@ def cancel(
     return out
 
 
-def _signal(ctl: Any, row: JobRow, sig: str) -> dict[str, Any]:
+def _signal(ctl: Ctl, row: JobRow, sig: str) -> dict[str, Any]:
     name = sig.upper()
     name = name if name.startswith("SIG") else "SIG" + name
     num = int(sig) if sig.isdigit() else getattr(signals, name, None)
@@ -219,7 +220,7 @@ def _signal(ctl: Any, row: JobRow, sig: str) -> dict[str, Any]:
     return {"job_id": _did(row), "state": row.state, "signal": int(num)}
 
 
-def hold(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+def hold(ctl: Ctl, who: Principal, text: str) -> list[dict[str, Any]]:
     """scontrol hold: a user hold (JobHeldUser) from the owner, an admin hold
     (JobHeldAdmin) from an operator."""
     kind = "admin" if who.operator else "user"
@@ -227,12 +228,12 @@ def hold(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
     return _set_held(ctl, who, text, kind, reason, "hold")
 
 
-def release(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+def release(ctl: Ctl, who: Principal, text: str) -> list[dict[str, Any]]:
     return _set_held(ctl, who, text, "", "None", "release")
 
 
 def _set_held(
-    ctl: Any, who: Principal, text: str, kind: str, reason: str, action: str
+    ctl: Ctl, who: Principal, text: str, kind: str, reason: str, action: str
 ) -> list[dict[str, Any]]:
     now = time.time()
     out = []
@@ -264,7 +265,7 @@ def _set_held(
     return out
 
 
-def requeue(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+def requeue(ctl: Ctl, who: Principal, text: str) -> list[dict[str, Any]]:
     """scontrol requeue: a live job is killed and goes back to PENDING with
     restarts+1; a finished one goes back to PENDING at once."""
     now = time.time()
@@ -311,7 +312,7 @@ def requeue(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
     return out
 
 
-def update(ctl: Any, who: Principal, text: str, body: UpdateBody) -> list[dict[str, Any]]:
+def update(ctl: Ctl, who: Principal, text: str, body: UpdateBody) -> list[dict[str, Any]]:
     """scontrol update: users may lower their time limit, raise nice or rename;
     operators may change anything, including a fixed priority."""
     now = time.time()
@@ -412,7 +413,7 @@ def _check_time(who: Principal, row: JobRow, old: int | None, new: int) -> None:
         )
 
 
-def _check_associations(ctl: Any, row: JobRow, req: Any, changes: dict[str, Any]) -> None:
+def _check_associations(ctl: Ctl, row: JobRow, req: Any, changes: dict[str, Any]) -> None:
     """A new account, QOS or partition is checked as at submit, against the
     job owner's associations and the partitions' AllowAccounts/AllowQos
     (InvalidAccount, InvalidQOS, AccountNotAllowed...): a PATCH can move a job
@@ -428,7 +429,7 @@ def _check_associations(ctl: Any, row: JobRow, req: Any, changes: dict[str, Any]
     resolve(ctl, merged, row.user)
 
 
-def _retime(ctl: Any, job_id: int, seconds: int | None) -> None:
+def _retime(ctl: Ctl, job_id: int, seconds: int | None) -> None:
     """Tell the executor's supervisor about a new limit, if it can take one."""
     fn = getattr(ctl.executor, "set_time_limit", None)
     if fn is None:
@@ -440,7 +441,7 @@ def _retime(ctl: Any, job_id: int, seconds: int | None) -> None:
     fn(job_id, seconds)
 
 
-def notify(ctl: Any, who: Principal, text: str, body: NotifyBody) -> dict[str, Any]:
+def notify(ctl: Ctl, who: Principal, text: str, body: NotifyBody) -> dict[str, Any]:
     """Progress reports from inside a job: 'tasks_running' (all tasks up), 'step'
     (training step N; the first one sets first_step) and 'checkpoint' (a
     checkpoint of step N is complete: the work before it survives a failure,
@@ -505,6 +506,6 @@ def warnings_of(row: JobRow) -> list[str]:
     return list(json.loads(row.warnings or "[]"))
 
 
-def _wake(ctl: Any) -> None:
+def _wake(ctl: Ctl) -> None:
     if ctl.loop is not None:
         ctl.loop.wake()

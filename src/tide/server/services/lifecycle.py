@@ -21,6 +21,7 @@ from sqlalchemy import select
 from tide.exec.base import ExitReport
 from tide.sched import requeue
 from tide.sched.usage import bills_memory, job_charge
+from tide.server.ports import Ctl
 from tide.server.services import recovery
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
@@ -39,7 +40,7 @@ def final_state(report: ExitReport, cancel_requested: str) -> str:
     return recovery.classify(report, cancel_requested, "", recovery.Policy()).state
 
 
-def collect_exits(ctl: Any) -> int:
+def collect_exits(ctl: Ctl) -> int:
     """Poll the executor and end what ended. Returns how many jobs ended."""
     if ctl.executor is None:
         return 0
@@ -60,7 +61,7 @@ def collect_exits(ctl: Any) -> int:
     return len(reports)
 
 
-def probe_phases(ctl: Any) -> None:
+def probe_phases(ctl: Ctl) -> None:
     """'All tasks running' for live jobs, from the executor's step records
     (LocalExecutor writes one per srun step with the time all its tasks ran;
     the Ray executor reads them from the job's batch node: its steps())."""
@@ -87,7 +88,7 @@ def probe_phases(ctl: Any) -> None:
 
 
 def finish(
-    ctl: Any, report: ExitReport, now: float | None = None, record: Any = None
+    ctl: Ctl, report: ExitReport, now: float | None = None, record: Any = None
 ) -> str | None:
     """Record one job's end; returns the new state (None if the job was not live).
     `record` (the LocalExecutor's ExitRecord) gives the real end time, when all
@@ -113,7 +114,7 @@ def finish(
 
 
 def requeue_or_end(
-    ctl: Any,
+    ctl: Ctl,
     session: Any,
     row: JobRow,
     ending: recovery.Ending,
@@ -255,7 +256,7 @@ def requeue_values(row: JobRow) -> dict[str, Any]:
     return v
 
 
-def _charge_tail(ctl: Any, row: JobRow, end: float) -> None:
+def _charge_tail(ctl: Ctl, row: JobRow, end: float) -> None:
     """Usage between the last periodic charge and the job's end."""
     if row.start_time is None:
         return
@@ -269,7 +270,7 @@ def _charge_tail(ctl: Any, row: JobRow, end: float) -> None:
             ctl.usage[key] = ctl.usage.get(key, 0.0) + amount
 
 
-def running_charges(ctl: Any, since: float, now: float) -> list[tuple[str, float]]:
+def running_charges(ctl: Ctl, since: float, now: float) -> list[tuple[str, float]]:
     """(assoc key, usage) of live jobs in [since, now): the core's charge rule
     (tide.sched.usage.job_charge) on what each job holds."""
     mem_too = bills_memory(ctl.config)
@@ -296,7 +297,7 @@ def _mem(allocation: str | None) -> int:
         return 0
 
 
-def fail_launch(ctl: Any, job_id: int, why: str) -> None:
+def fail_launch(ctl: Ctl, job_id: int, why: str) -> None:
     now = time.time()
     with ctl.sessions.begin() as s:
         row = jobrepo.get(s, job_id)
@@ -315,7 +316,7 @@ def fail_launch(ctl: Any, job_id: int, why: str) -> None:
         )
 
 
-def reconcile(ctl: Any) -> None:
+def reconcile(ctl: Ctl) -> None:
     """At startup: collect ends the executor saw while we were down, then fail
     live jobs that no supervisor runs any more (their processes are gone). A
     job the controller committed but never launched (it died in between)
@@ -347,7 +348,7 @@ def _never_launched(ex: Any, job_id: int) -> bool:
     return job_dir is not None and not job_dir(job_id).exists()
 
 
-def _requeue_unlaunched(ctl: Any, job_id: int, now: float) -> None:
+def _requeue_unlaunched(ctl: Ctl, job_id: int, now: float) -> None:
     why = "not launched: the controller stopped between the start and the launch"
     ending = recovery.Ending("NODE_FAIL", why, True, True, True, actor="controller")
     with ctl.sessions.begin() as s:

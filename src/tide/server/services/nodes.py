@@ -19,6 +19,7 @@ from tide.hostlist import HostlistError, expand
 from tide.model import Cluster
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, not_found
+from tide.server.ports import Ctl
 from tide.server.services.lifecycle import LIVE
 from tide.store import codec
 from tide.store import nodes as noderepo
@@ -27,7 +28,7 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 
-def _usage(ctl: Any) -> dict[int, dict[str, Any]]:
+def _usage(ctl: Ctl) -> dict[int, dict[str, Any]]:
     """Per node index: allocated GPUs, cores, memory and job ids."""
     out: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"gpus": 0, "cores": 0, "mem": 0, "jobs": []}
@@ -69,7 +70,7 @@ def switch_paths(cluster: Cluster) -> dict[str, tuple[str, str]]:
     return out
 
 
-def listing(ctl: Any) -> list[dict[str, Any]]:
+def listing(ctl: Ctl) -> list[dict[str, Any]]:
     usage = _usage(ctl)
     with ctl.lock:
         states = dict(ctl.node_states)
@@ -116,7 +117,7 @@ def listing(ctl: Any) -> list[dict[str, Any]]:
     return out
 
 
-def partitions(ctl: Any) -> list[dict[str, Any]]:
+def partitions(ctl: Ctl) -> list[dict[str, Any]]:
     by_name = {n.name: n for n in ctl.cluster.nodes}
     return [
         {
@@ -138,7 +139,7 @@ def partitions(ctl: Any) -> list[dict[str, Any]]:
     ]
 
 
-def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> list[dict]:
+def set_state(ctl: Ctl, who: Principal, names: str, state: str, reason: str) -> list[dict]:
     """drain / resume / down / fail, for a hostlist of nodes (operators). "FAIL"
     simulates a node failure (the local executor kills the node's agent), so
     the node goes DOWN the way a dead machine does."""
@@ -170,7 +171,7 @@ def set_state(ctl: Any, who: Principal, names: str, state: str, reason: str) -> 
     return [rows[n] for n in wanted]
 
 
-def _names(ctl: Any, names: str) -> list[str]:
+def _names(ctl: Ctl, names: str) -> list[str]:
     try:
         wanted = expand(names)
     except HostlistError as e:
@@ -182,7 +183,7 @@ def _names(ctl: Any, names: str) -> list[str]:
     return wanted
 
 
-def _store_state(ctl: Any, names: list[str], state: str, reason: str, actor: str) -> None:
+def _store_state(ctl: Ctl, names: list[str], state: str, reason: str, actor: str) -> None:
     now = time.time()
     text = reason if state != "IDLE" else ""
     with ctl.sessions.begin() as s:
@@ -192,7 +193,7 @@ def _store_state(ctl: Any, names: list[str], state: str, reason: str, actor: str
         ctl.set_node_state(name, state, text)
 
 
-def mark_down(ctl: Any, names: list[str], reason: str, actor: str) -> None:
+def mark_down(ctl: Ctl, names: list[str], reason: str, actor: str) -> None:
     """A node failed: DOWN (out of scheduling until resumed), its jobs lose it."""
     _store_state(ctl, names, "DOWN", reason, actor)
     _fail_jobs_on(ctl, set(names), reason, actor)
@@ -200,7 +201,7 @@ def mark_down(ctl: Any, names: list[str], reason: str, actor: str) -> None:
         ctl.loop.wake()
 
 
-def _fail_jobs_on(ctl: Any, names: set[str], reason: str, actor: str) -> None:
+def _fail_jobs_on(ctl: Ctl, names: set[str], reason: str, actor: str) -> None:
     """The jobs of a node gone DOWN lose it: its processes die, the rest of each
     job is torn down (tide.exec.supervisor.fail_node), and the job ends
     NODE_FAIL or, requeueable, waits again (tide.server.services.lifecycle)."""
@@ -234,7 +235,7 @@ def _fail_jobs_on(ctl: Any, names: set[str], reason: str, actor: str) -> None:
         _stop_for_node(ctl, job_id, node, f"node {node} failed: {reason}")
 
 
-def _fence(ctl: Any, name: str) -> str:
+def _fence(ctl: Ctl, name: str) -> str:
     """Power a failed node off before its jobs are failed and requeued, so none runs
     twice because the node was only slow (tide.exec.fence); words for the reason."""
     fence = getattr(ctl.executor, "fence_node", None)
@@ -245,7 +246,7 @@ def _fence(ctl: Any, name: str) -> str:
     return f"; fenced ({len(killed)} job processes killed)" if killed else "; fenced"
 
 
-def _stop_for_node(ctl: Any, job_id: int, node: str, message: str) -> None:
+def _stop_for_node(ctl: Ctl, job_id: int, node: str, message: str) -> None:
     ex = ctl.executor
     if ex is None:
         return
@@ -258,7 +259,7 @@ def _stop_for_node(ctl: Any, job_id: int, node: str, message: str) -> None:
 # --- the node watcher (tide.exec.agent) --------------------------------------------
 
 
-def start_agents(ctl: Any) -> None:
+def start_agents(ctl: Ctl) -> None:
     """Start (or adopt) the executor's node agents, with the cluster's
     HealthCheckProgram and HealthCheckInterval (slurm.conf keys)."""
     from tide.server.services.recovery import policy_errors
@@ -284,7 +285,7 @@ def start_agents(ctl: Any) -> None:
         start([n.name for n in ctl.cluster.nodes], program, max(1.0, interval))
 
 
-def watch(ctl: Any) -> None:
+def watch(ctl: Ctl) -> None:
     """Nodes whose agent stopped answering go DOWN; a failed health check drains
     its node with the check's output as the reason (the loop calls this often)."""
     health = getattr(ctl.executor, "node_health", None)

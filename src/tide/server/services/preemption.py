@@ -37,6 +37,7 @@ from sqlalchemy import or_, select, update
 
 from tide.model import JobState
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Preemption, Running
+from tide.server.ports import Ctl
 from tide.server.services import lifecycle
 from tide.server.services.lifecycle import PREEMPT, REQUEUE
 from tide.server.services.recovery import PREEMPT_ACTOR as ACTOR
@@ -168,7 +169,7 @@ def _held(alloc: Allocation, others: dict[tuple[int, int], int], lend_all: bool)
 # --- applying decisions ----------------------------------------------------------------
 
 
-def apply(ctl: Any, d: Decisions, now: float) -> int:
+def apply(ctl: Ctl, d: Decisions, now: float) -> int:
     """Mark and signal the victims the core chose; returns how many."""
     if not d.preemptions:
         return 0
@@ -226,7 +227,7 @@ def _job_signal(row: JobRow) -> int:
         return int(signal.SIGTERM)
 
 
-def signal_job(ctl: Any, job_id: int, sig: int) -> None:
+def signal_job(ctl: Ctl, job_id: int, sig: int) -> None:
     if ctl.executor is None:
         return
     try:
@@ -238,7 +239,7 @@ def signal_job(ctl: Any, job_id: int, sig: int) -> None:
 # --- timers: kills, resumes, unparking -------------------------------------------------
 
 
-def tick(ctl: Any, now: float) -> bool:
+def tick(ctl: Ctl, now: float) -> bool:
     """Kill victims whose grace is over, resume suspended jobs whose preemptor
     is done, return parked victims to the queue. True when something changed."""
     with ctl.sessions() as s:
@@ -277,7 +278,7 @@ def tick(ctl: Any, now: float) -> bool:
     return changed
 
 
-def _left_in_grace(ctl: Any, job_id: int) -> bool:
+def _left_in_grace(ctl: Ctl, job_id: int) -> bool:
     """The victim ended during its grace (on its signal, having saved its
     work, or on its own): a REQUEUE victim back in the queue is parked like
     a killed one, and its lost work counted from the attempt's end."""
@@ -302,7 +303,7 @@ def _last_attempt(s: Any, job_id: int) -> Any:
     return s.scalars(stmt.order_by(AttemptRow.attempt.desc()).limit(1)).first()
 
 
-def _kill(ctl: Any, job_id: int, now: float) -> bool:
+def _kill(ctl: Ctl, job_id: int, now: float) -> bool:
     with ctl.sessions.begin() as s:
         row = jobrepo.get(s, job_id)
         if row is None or row.state != "RUNNING" or row.preempt_phase != GRACE:
@@ -334,7 +335,7 @@ def lost_now(row: JobRow, now: float) -> float:
     return float(row.gpus_alloc * max(0.0, now - last))
 
 
-def _cores_free(ctl: Any, job_id: int) -> bool:
+def _cores_free(ctl: Ctl, job_id: int) -> bool:
     """No other live job holds a core the suspended job needs back."""
     entries = ctl.active.snapshot_entries()
     mine = next((e.running for e in entries if e.job.id == job_id), None)
@@ -350,7 +351,7 @@ def _cores_free(ctl: Any, job_id: int) -> bool:
     return True
 
 
-def resume_stopped(ctl: Any, job_id: int, now: float, actor: str = ACTOR) -> bool:
+def resume_stopped(ctl: Ctl, job_id: int, now: float, actor: str = ACTOR) -> bool:
     """SIGCONT: RUNNING again, its time limit pushed back by all its suspensions
     (a preemption victim's, or `scontrol resume`'s: actor is the operator)."""
     with ctl.sessions.begin() as s:
@@ -377,7 +378,7 @@ def resume_stopped(ctl: Any, job_id: int, now: float, actor: str = ACTOR) -> boo
     return ok
 
 
-def _unpark(ctl: Any, k: Mark, waiting: bool) -> bool:
+def _unpark(ctl: Ctl, k: Mark, waiting: bool) -> bool:
     """Back to the queue once the preemptor is no longer pending; until then
     the victim shows the reason Preempted."""
     t = JobRow
@@ -395,7 +396,7 @@ def _unpark(ctl: Any, k: Mark, waiting: bool) -> bool:
         return jobrepo.transition(s, k.job_id, ["PENDING"], None, 0.0, values)
 
 
-def _clear(ctl: Any, job_id: int) -> bool:
+def _clear(ctl: Ctl, job_id: int) -> bool:
     with ctl.sessions.begin() as s:
         stmt = update(JobRow).where(JobRow.id == job_id).values(preempt_phase="",
                                                                  preempt_kill_at=None)

@@ -10,17 +10,18 @@ from tide.sched.fairshare import fair_tree_factors, sshare_rows
 from tide.sched.priority import compute_priorities
 from tide.server.auth import Principal
 from tide.server.errors import bad_request
+from tide.server.ports import Ctl
 from tide.server.snapshot import load
 from tide.store import accounting
 
 
-def share(ctl: Any) -> list[dict[str, Any]]:
+def share(ctl: Ctl) -> list[dict[str, Any]]:
     with ctl.lock:
         tree, usage = ctl.tree, dict(ctl.usage)
     return [asdict(r) for r in sshare_rows(tree, usage)]
 
 
-def quota_share(ctl: Any) -> list[dict[str, Any]]:
+def quota_share(ctl: Ctl) -> list[dict[str, Any]]:
     """Kueue-style quota per account and cohort and GPU type: nominal, in use,
     borrowed, lent (tide.sched.quota.share_rows); [] without quotas."""
     if ctl.quotas is None:
@@ -37,7 +38,7 @@ def quota_share(ctl: Any) -> list[dict[str, Any]]:
 
 
 def priorities(
-    ctl: Any, who: Principal, job_ids: list[str], users: list[str]
+    ctl: Ctl, who: Principal, job_ids: list[str], users: list[str]
 ) -> list[dict[str, Any]]:
     snap = load(ctl, ctl.active, time.time(), False).snapshot
     jobs = snap.pending
@@ -72,7 +73,7 @@ def priorities(
     return out
 
 
-def usage_report(ctl: Any, who: Principal, start: float, end: float, by: str) -> dict[str, Any]:
+def usage_report(ctl: Ctl, who: Principal, start: float, end: float, by: str) -> dict[str, Any]:
     if end <= start:
         raise bad_request("the period ends before it starts", "end", "give end > start")
     if by not in ("user", "account"):

@@ -9,18 +9,19 @@ from typing import Any
 from tide.hostlist import HostlistError, expand
 from tide.model import Reservation
 from tide.server.errors import bad_request, not_found
+from tide.server.ports import Ctl
 from tide.server.schemas import ReservationBody
 from tide.store import reservations as resvrepo
 
 FLAGS = {"MAINT", "IGNORE_JOBS", "FLEX", "DAILY", "WEEKLY", "OVERLAP"}
 
 
-def listing(ctl: Any) -> list[dict[str, Any]]:
+def listing(ctl: Ctl) -> list[dict[str, Any]]:
     with ctl.lock:
         return [asdict(r) for r in ctl.reservations]
 
 
-def create(ctl: Any, body: ReservationBody) -> dict[str, Any]:
+def create(ctl: Ctl, body: ReservationBody) -> dict[str, Any]:
     now = time.time()
     start = body.start if body.start is not None else now
     if body.end is not None:
@@ -78,7 +79,7 @@ def create(ctl: Any, body: ReservationBody) -> dict[str, Any]:
     return asdict(r)
 
 
-def delete(ctl: Any, name: str) -> None:
+def delete(ctl: Ctl, name: str) -> None:
     with ctl.sessions.begin() as s:
         if not resvrepo.remove(s, name):
             raise not_found("reservation", name, "list them with `tide admin reservation list`")

@@ -20,6 +20,7 @@ from tide.serve import replicas as rep
 from tide.serve.spec import SpecError, parse_service
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, conflict, forbidden, not_found
+from tide.server.ports import Ctl
 from tide.store import services as svcrepo
 from tide.store.services import ACTIVE, DELETING, ServiceRow
 
@@ -53,7 +54,7 @@ def _row(s: Any, who: Principal, name: str, action: str) -> ServiceRow:
     return row
 
 
-def _check_replica_job(ctl: Any, spec: Any, user: str) -> tuple[str, str, str]:
+def _check_replica_job(ctl: Ctl, spec: Any, user: str) -> tuple[str, str, str]:
     """Account, QOS and partition of the replicas, checked as a job's would be."""
     from tide.server.services import feasible
     from tide.server.services import submit as submitting
@@ -65,7 +66,7 @@ def _check_replica_job(ctl: Any, spec: Any, user: str) -> tuple[str, str, str]:
     return account, qos, parts[0].name
 
 
-def _check_port(ctl: Any, spec: Any) -> None:
+def _check_port(ctl: Ctl, spec: Any) -> None:
     """A fixed port on the local executor: every replica binds 127.0.0.1:PORT, so a
     second one (a scale-up, a rolling update's surge) could never start (it would
     crash-loop). Kubernetes gives each pod its own address; here only port 0 does."""
@@ -100,7 +101,7 @@ def _initial(spec: Any, now: float) -> int:
     return min(low, auto.max_replicas)
 
 
-def apply(ctl: Any, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
+def apply(ctl: Ctl, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
     if who.role == "job":
         raise forbidden("a job token cannot manage services", "use your own token")
     spec, stored = _parse(doc)
@@ -167,7 +168,7 @@ def _clamp(spec: Any, desired: int, now: float) -> int:
     return max(_initial(spec, now), min(desired, auto.max_replicas))
 
 
-def listing(ctl: Any, who: Principal) -> list[dict[str, Any]]:
+def listing(ctl: Ctl, who: Principal) -> list[dict[str, Any]]:
     with ctl.sessions() as s:
         rows = svcrepo.listing(s, None if who.operator else who.user)
         live = svcrepo.live_replicas(s)
@@ -181,7 +182,7 @@ def listing(ctl: Any, who: Principal) -> list[dict[str, Any]]:
     return out
 
 
-def _summary(row: ServiceRow, ctl: Any) -> dict[str, Any]:
+def _summary(row: ServiceRow, ctl: Ctl) -> dict[str, Any]:
     host = getattr(ctl.services, "router_host", "127.0.0.1") if ctl.services else "127.0.0.1"
     return {
         "name": row.name,
@@ -198,7 +199,7 @@ def _summary(row: ServiceRow, ctl: Any) -> dict[str, Any]:
     }
 
 
-def show(ctl: Any, who: Principal, name: str) -> dict[str, Any]:
+def show(ctl: Ctl, who: Principal, name: str) -> dict[str, Any]:
     now = time.time()
     with ctl.sessions() as s:
         row = _row(s, who, name, "see")
@@ -243,7 +244,7 @@ def _traffic(stats: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def scale(
-    ctl: Any, who: Principal, name: str, replicas: int | None, lo: int | None, hi: int | None
+    ctl: Ctl, who: Principal, name: str, replicas: int | None, lo: int | None, hi: int | None
 ) -> dict[str, Any]:
     """A fixed count (autoscaling off), or new autoscaling bounds."""
     now = time.time()
@@ -282,7 +283,7 @@ def scale(
     return answer
 
 
-def rollout(ctl: Any, who: Principal, name: str, restart: bool) -> dict[str, Any]:
+def rollout(ctl: Ctl, who: Principal, name: str, restart: bool) -> dict[str, Any]:
     """`restart`: new replicas for all (kubectl rollout restart); always: the status."""
     now = time.time()
     with ctl.sessions.begin() as s:
@@ -315,7 +316,7 @@ def rollout(ctl: Any, who: Principal, name: str, restart: bool) -> dict[str, Any
     }
 
 
-def delete(ctl: Any, who: Principal, name: str) -> dict[str, Any]:
+def delete(ctl: Ctl, who: Principal, name: str) -> dict[str, Any]:
     now = time.time()
     with ctl.sessions.begin() as s:
         row = _row(s, who, name, "delete")
@@ -327,7 +328,7 @@ def delete(ctl: Any, who: Principal, name: str) -> dict[str, Any]:
     return {"name": name, "state": DELETING}
 
 
-def logs(ctl: Any, who: Principal, name: str, replica: int | None, tail: int) -> dict[str, Any]:
+def logs(ctl: Ctl, who: Principal, name: str, replica: int | None, tail: int) -> dict[str, Any]:
     from tide.store.models import JobRow
 
     tail = max(1, min(tail, LOG_LINES))
@@ -354,7 +355,7 @@ def logs(ctl: Any, who: Principal, name: str, replica: int | None, tail: int) ->
     return {"name": name, "replicas": out}
 
 
-def _reader_uid(ctl: Any, user: str) -> int | None:
+def _reader_uid(ctl: Ctl, user: str) -> int | None:
     """When jobs run as their users, the uid a log must belong to (-1: none can);
     None in single-user mode, where every job's files are the server user's."""
     users = getattr(ctl, "job_users", None)
@@ -395,7 +396,7 @@ def _tail(path: str, n: int, uid: int | None = None) -> list[str]:
     return data.decode(errors="replace").splitlines()[-n:]
 
 
-def pools(ctl: Any) -> list[dict[str, Any]]:
+def pools(ctl: Ctl) -> list[dict[str, Any]]:
     """Each pool's configuration and, after the last pass, what it lends."""
     config = getattr(ctl, "pools", None)
     pooled = getattr(ctl, "pooled", None)
@@ -419,6 +420,6 @@ def pools(ctl: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _wake(ctl: Any) -> None:
+def _wake(ctl: Ctl) -> None:
     if getattr(ctl, "services", None) is not None:
         ctl.services.wake()

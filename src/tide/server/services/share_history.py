@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from tide.sched.fairshare import sshare_rows
+from tide.server.ports import Ctl
 from tide.store import share_history as repo
 
 
-def fine_every(ctl: Any) -> int:
+def fine_every(ctl: Ctl) -> int:
     return repo.fine_every(ctl.config.priority_calc_period)
 
 
-def sample(ctl: Any, now: float) -> int:
+def sample(ctl: Ctl, now: float) -> int:
     """Record the tree now in the tiers that are due; prune what is past the
     bounds. Returns the rows written (0 when nothing was due)."""
     fine = fine_every(ctl)
@@ -36,7 +37,7 @@ def sample(ctl: Any, now: float) -> int:
     return written
 
 
-def history(ctl: Any, start: float, end: float) -> dict[str, Any]:
+def history(ctl: Ctl, start: float, end: float) -> dict[str, Any]:
     """Series per association over [start, end] (see `series`), from the fine
     tier when the window starts within what it keeps, else the hourly one."""
     fine = fine_every(ctl)

@@ -16,6 +16,7 @@ from tide.model import JobRequest, Partition
 from tide.model.sched_config import SchedulerConfig
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, forbidden, not_found
+from tide.server.ports import Ctl
 from tide.server.schemas import JobSpec, SubmitBody
 from tide.server.services import feasible
 from tide.store import codec
@@ -119,7 +120,7 @@ def _fix_of(e: Exception) -> str:
     return "edit the batch script as the error says (see `tide sbatch --help`)"
 
 
-def prepare(ctl: Any, who: Principal, body: SubmitBody) -> Prepared:
+def prepare(ctl: Ctl, who: Principal, body: SubmitBody) -> Prepared:
     now = time.time()
     if who.role == "job":
         raise forbidden("a job token cannot submit jobs", "use your own token")
@@ -160,7 +161,7 @@ def check_privileges(who: Principal, priority: int | None, nice: int | None) -> 
         )
 
 
-def _check_user_exists(ctl: Any, user: str) -> None:
+def _check_user_exists(ctl: Ctl, user: str) -> None:
     from tide.store import accounts as acctrepo
 
     with ctl.sessions() as s:
@@ -173,7 +174,7 @@ def _check_user_exists(ctl: Any, user: str) -> None:
         )
 
 
-def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str, list[Partition]]:
+def resolve(ctl: Ctl, req: JobRequest, user: str) -> tuple[JobRequest, str, str, list[Partition]]:
     """Fill account, QOS, partitions and the time limit the way slurmctld does."""
     with ctl.lock:
         tree = ctl.tree
@@ -273,7 +274,7 @@ def resolve(ctl: Any, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
     return req, account, qos, parts
 
 
-def _check_dependency(ctl: Any, req: JobRequest) -> None:
+def _check_dependency(ctl: Ctl, req: JobRequest) -> None:
     """Dependencies must name jobs tide knows (the core treats unknown as done)."""
     if req.dependency is None:
         return
@@ -309,7 +310,7 @@ def _check_dependency(ctl: Any, req: JobRequest) -> None:
 
 
 def _rows(
-    ctl: Any,
+    ctl: Ctl,
     req: JobRequest,
     user: str,
     account: str,
@@ -391,7 +392,7 @@ def _exported_env(export: str, env: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def test_only(ctl: Any, who: Principal, body: SubmitBody) -> dict[str, Any]:
+def test_only(ctl: Ctl, who: Principal, body: SubmitBody) -> dict[str, Any]:
     """sbatch --test-only: the job is checked as a submission is, and a scheduling
     pass on a copy of the queue says when and where it would start; nothing is
     stored (the id it is shown under is not given to any job)."""

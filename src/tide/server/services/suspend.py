@@ -17,13 +17,14 @@ from typing import Any
 
 from tide.server.auth import Principal
 from tide.server.errors import conflict, forbidden
+from tide.server.ports import Ctl
 from tide.server.services import preemption
 from tide.server.services.jobs import rows_for
 from tide.server.views import display_id
 from tide.store import jobs as jobrepo
 
 
-def suspend(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+def suspend(ctl: Ctl, who: Principal, text: str) -> list[dict[str, Any]]:
     _operator(who, "suspend")
     now = time.time()
     stopped = []
@@ -43,7 +44,7 @@ def suspend(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
     return [{"job_id": _did(r), "state": "SUSPENDED"} for r in stopped]
 
 
-def resume(ctl: Any, who: Principal, text: str) -> list[dict[str, Any]]:
+def resume(ctl: Ctl, who: Principal, text: str) -> list[dict[str, Any]]:
     _operator(who, "resume")
     with ctl.sessions() as s:
         rows = rows_for(s, text)
@@ -72,6 +73,6 @@ def _did(row: Any) -> str:
     return display_id(row.id, row.array_job_id, row.array_task_id)
 
 
-def _wake(ctl: Any) -> None:
+def _wake(ctl: Ctl) -> None:
     if ctl.loop is not None:
         ctl.loop.wake()
