@@ -107,6 +107,11 @@ def test_what_the_user_writes_in_the_job_dir_cannot_steer_root(spool: Path) -> N
         os.symlink(secret, d / jobdir.EXIT)
         assert r.ex.poll() == [] and r.ex.exit_record(4) is None
         os.unlink(d / jobdir.EXIT)
+        # an exit record of the user's while the supervisor runs is no end: the job's
+        # resources would be freed while its processes ran on
+        jobdir.write_json_atomic(d / jobdir.EXIT, {"job_id": 4, "exit_code": 0})
+        assert r.ex.poll() == [] and r.ex.running() == {4}
+        os.unlink(d / jobdir.EXIT)
         # a FIFO where root reads step records: skipped, nothing blocks
         (d / jobdir.STEPS).mkdir(exist_ok=True)
         os.mkfifo(d / jobdir.STEPS / "0.json")

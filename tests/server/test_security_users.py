@@ -139,8 +139,8 @@ def test_a_job_cannot_read_another_users_output_or_job_dir_nor_signal_their_job(
         wait_state(c, bob_job, {"RUNNING"}, 120)
     bob_dir = site.base / "spool" / "jobs" / str(bob_job)
     bob_out = site.work["bob"] / f"slurm-{bob_job}.out"
-    wait_for("bob's output", lambda: bob_out.exists() and bob_out.read_text())
-    pid = wait_for("bob's supervisor", lambda: _pid(bob_dir / "supervisor.pid"))
+    wait_for("bob's output", lambda: bob_out.exists() and bob_out.read_text(), 120)
+    pid = wait_for("bob's supervisor", lambda: _pid(bob_dir / "supervisor.pid"), 120)
     script = (
         "#!/bin/sh\n"
         f"cat {bob_out} 2>/dev/null && echo READ output || echo DENIED output\n"

@@ -345,8 +345,9 @@ class LocalExecutor(Executor):
         for job_id, (when, reason, message) in due.items():
             if now < when or job_id in self._reported:
                 continue
-            if jobdir.read_exit(self.job_dir(job_id)) is not None or not self._live(job_id):
-                continue  # ended meanwhile: _ended() reports it
+            if not self._live(job_id):
+                continue  # ended meanwhile: _ended() reports it (an exit record alone is not
+                # an end: the user may have written one and stopped the supervisor)
             pid = self.supervisor_pid(job_id)
             if pid is not None:
                 procs.kill_quietly(pid, signal.SIGKILL)
@@ -365,6 +366,11 @@ class LocalExecutor(Executor):
         d = self.job_dir(job_id)
         live = self._live(job_id)  # before reading exit.json: the supervisor writes it, then exits
         rec = jobdir.read_exit(d)
+        if rec is not None and live:
+            # the supervisor writes its record last and exits at once; a record while
+            # it lives may be the job user's, written to free the job's resources
+            # while its processes run on: the end is the supervisor's end
+            return None
         if rec is None:
             if live:
                 self._alive_at[job_id] = time.time()
