@@ -5,6 +5,7 @@ scaling, delete; the spec parser on its own."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -128,10 +129,21 @@ def test_apply_refuses_what_could_never_run(served: Any) -> None:
         r = apply(c, spec("fixed", port=free_port()), served.work)  # maxSurge 1: a surge
         assert r.status_code == 400 and r.json()["field"] == "spec.port", r.text
         assert c.get("/v1/services").json()["services"] == []
+        # a routerPort in use: the router could never listen there
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            r = apply(c, spec("taken", routerPort=taken.getsockname()[1]), served.work)
+            assert r.status_code == 409 and r.json()["field"] == "spec.routerPort", r.text
         one = spec("fixed", port=free_port(), rollout={"maxSurge": 0, "maxUnavailable": 1})
         assert apply(c, one, served.work).status_code == 201
         r = c.post("/v1/services/fixed/scale", json={"replicas": 2})
         assert r.status_code == 400 and r.json()["field"] == "spec.port", r.text
+        # the service's address stays: a new routerPort is refused, naming the old one
+        port = c.get("/v1/services/fixed").json()["url"].rsplit(":", 1)[1]
+        r = apply(c, {**one, "spec": {**one["spec"], "routerPort": free_port()}}, served.work)
+        assert r.status_code == 400 and r.json()["field"] == "spec.routerPort", r.text
+        assert port in r.json()["fix"]
         assert c.delete("/v1/services/fixed").status_code == 200
         wait_for("the service gone", lambda: c.get("/v1/services/fixed").status_code == 404, 60)
 

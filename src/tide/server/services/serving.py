@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import time
 from pathlib import Path
@@ -121,6 +122,7 @@ def apply(ctl: Ctl, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
                     "metadata.name",
                     "wait until `tide service ls` no longer lists it, then apply again",
                 )
+        _check_router_port(spec_router_port(stored), old)
     account, qos, partition = _check_replica_job(ctl, spec, owner)
     text = json.dumps(stored, sort_keys=True)
     result = "created"
@@ -155,6 +157,32 @@ def apply(ctl: Ctl, who: Principal, doc: Any, cwd: str) -> dict[str, Any]:
     if ctl.services is not None:
         ctl.services.wait_router(spec.name)
     return {**answer, "result": result}
+
+
+def _check_router_port(want: int, old: Any) -> None:
+    """A fixed routerPort must be free when the service is created (else its router
+    could never listen), and stays what it was (the service's stable address)."""
+    if not want:
+        return
+    if old is not None:
+        if want != old.router_port:
+            raise bad_request(
+                f"spec.routerPort {want}: the service's address is port {old.router_port}",
+                "spec.routerPort",
+                f"keep routerPort {old.router_port} (or leave it out); to move the service, "
+                "delete it and apply again",
+            )
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", want))
+        except OSError as e:
+            raise conflict(
+                f"spec.routerPort {want} is in use on this machine ({e.strerror})",
+                "spec.routerPort",
+                "choose a free port, or 0 (tide picks one)",
+            ) from None
 
 
 def spec_router_port(stored: dict[str, Any]) -> int:
