@@ -247,9 +247,7 @@ class LocalExecutor(Executor):
                 extra["umask"] = identity.umask_of(spec.env)
         else:
             env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
-            env.update(
-                PATH=DEFAULT_PATH, HOME=ident.home, USER=ident.name, LOGNAME=ident.name
-            )
+            env.update(PATH=DEFAULT_PATH, HOME=ident.home, USER=ident.name, LOGNAME=ident.name)
             extra = identity.popen_args(ident, identity.umask_of(spec.env))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
         with open(d / jobdir.LOG, "ab") as log:

@@ -135,11 +135,11 @@ class Controller:
         self.services.start()
         self.started = time.time()
         log.info(
-            "tide controller up: cluster %s (%s), store %s, jobs run %s",
+            "tide controller up: cluster %s (%s), store %s, jobs: %s",
             self.cluster.name,
             self.origin,
             self.engine.url.render_as_string(hide_password=True),
-            "as their users" if self.job_users.per_user else f"as {self.job_users.server_user}",
+            f"{self.job_users.mode} (server user {self.job_users.server_user})",
         )
 
     def stop(self) -> None:

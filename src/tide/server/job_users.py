@@ -71,7 +71,6 @@ class JobUsers:
         if os_user != self.server_user and not self.any_user:
             raise _single_user_refusal(user, self.server_user)
 
-
     def check_acting(self, role: str, submitter: str, user: str) -> None:
         """Submitting as another user runs code as that user's OS account in
         per-user mode: administrators only (they hold every user's tokens anyway),
