@@ -375,6 +375,8 @@ class LocalExecutor(Executor):
             if live or not (d / jobdir.SPEC).exists():
                 return None
             if (d / jobdir.PIDFILE).exists():
+                if self._outlived(d):
+                    return None  # SIGKILLed: reported (and requeued) once known dead
                 rec = self._bury(job_id, "node_fail", "the job's supervisor died")
             else:
                 rec = self._bury(
@@ -520,6 +522,14 @@ class LocalExecutor(Executor):
 
     def stop_nodes(self) -> None:
         self.agents.stop()
+
+    def _outlived(self, d: Path) -> bool:
+        """Processes of the job that outlived its supervisor: SIGKILL them and say
+        whether any is still there (the end waits for the next poll, so a requeue
+        never runs beside them)."""
+        pids = procs.pids_with_env(jobdir.ENV_JOB_DIR, str(d), _owner(d))
+        procs.kill_all(pids, signal.SIGKILL)
+        return any(procs.is_alive(p) for p in pids)
 
     def _bury(self, job_id: int, reason: str, message: str) -> jobdir.ExitRecord:
         """A job whose supervisor is gone: kill what is left, record the end."""
