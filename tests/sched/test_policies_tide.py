@@ -10,10 +10,10 @@ from tide.model.sched_config import BackfillMode, QueueOrder
 from tide.sched.index import build_index
 from tide.sched.policies import make_policy
 from tide.sched.policies.tide_policy import AGED, PROMISE, TidePolicy
+from tide.sched.predict import Predictor
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Snapshot
 from tide.sim.engine import Engine
-from tide.sim.predict import Predictor
 from tide.sim.workload.base import SimJob
 from tide.testing.builders import flat_cluster, job, running, snapshot
 

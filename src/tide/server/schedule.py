@@ -7,7 +7,10 @@ tide.sched.policies.policy_for from the cluster's SchedulerConfig (`policy`,
 policy over the slurm core when the cluster has serving pools. What a policy
 keeps with its jobs between cycles is kept here, in memory, as the twin's
 engine keeps it: pods bound before their job runs (Kubernetes-style
-policies: they hold their GPUs) and per-job bookkeeping (Decisions.meta).
+policies: they hold their GPUs), per-job bookkeeping (Decisions.meta) and,
+for policies that plan with run-time predictions (Capabilities.predictions:
+`tide`), the users' last run times (tide.sched.predict; kept in memory, so a
+restarted server predicts from the limits until jobs end again).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tide.model.service import PoolConfig
 from tide.sched.cycle import usage_from
 from tide.sched.index import build_index
 from tide.sched.policies import Policy, policy_for
+from tide.sched.predict import Predictor
 from tide.sched.serving.pools import PooledScheduler
 from tide.sched.types import Allocation, Decisions, Snapshot
 
@@ -39,6 +43,9 @@ class PolicyDriver:
             self.policy = policy_for(config, self.ix)
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not yet running
         self.meta: dict[int, dict[str, object]] = {}  # the policy's per-job bookkeeping
+        # run-time predictions, for policies that plan with them (the twin's rule)
+        self.predictor = Predictor() if self.policy.capabilities.predictions else None
+        self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
 
     @property
     def name(self) -> str:
@@ -54,7 +61,27 @@ class PolicyDriver:
         usage = usage_from(self.ix, snap)
         for pods in self.bound.values():
             usage.allocate(pods)
-        return self.policy.schedule(replace(snap, bound=dict(self.bound)), usage)
+        snap = replace(snap, bound=dict(self.bound), predicted=self._predictions(snap))
+        return self.policy.schedule(snap, usage)
+
+    def _predictions(self, snap: Snapshot) -> dict[int, float]:
+        """As the twin's engine: pending jobs now, running ones as at their start."""
+        if self.predictor is None:
+            return {}
+        out = {}
+        for job in snap.pending:
+            p = self.predictor.predict(job.user, job.request.time_limit)
+            if p is not None:
+                out[job.id] = p
+        running = {r.job.id for r in snap.running}
+        out.update({j: p for j, p in self.predicted.items() if j in running})
+        return out
+
+    def job_ended(self, job_id: int, user: str, run_seconds: float) -> None:
+        """A job ended after `run_seconds` (tide.server.services.lifecycle)."""
+        self.predicted.pop(job_id, None)
+        if self.predictor is not None:
+            self.predictor.record(user, run_seconds)
 
     def keep(self, snap: Snapshot, d: Decisions) -> None:
         """After a pass: remember what the policy keeps between cycles; forget
@@ -69,6 +96,13 @@ class PolicyDriver:
             old = self.bound.get(jid)
             self.bound[jid] = Allocation(jid, (old.nodes if old else ()) + pods.nodes)
         started = {s.job_id for s in d.starts}
+        if self.predictor is not None:
+            users = {j.id: j for j in snap.pending}
+            for jid in started & users.keys():
+                job = users[jid]
+                p = self.predictor.predict(job.user, job.request.time_limit)
+                if p is not None:
+                    self.predicted[jid] = p
         for kept in (self.bound, self.meta):
             for jid in [j for j in kept if j not in pending or j in started]:
                 del kept[jid]

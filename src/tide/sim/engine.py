@@ -31,6 +31,7 @@ from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.isolate import describe, schedule_isolating
 from tide.sched.policies import Policy, policy_for
+from tide.sched.predict import Predictor
 from tide.sched.requeue import requeue_policy
 from tide.sched.state import Usage
 from tide.sched.types import (
@@ -46,7 +47,6 @@ from tide.sched.types import (
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.outputs import node_indices
-from tide.sim.predict import Predictor
 from tide.sim.progress import ProgressFn
 from tide.sim.training import Ledger
 from tide.sim.workload.base import SimJob

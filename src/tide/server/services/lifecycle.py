@@ -159,6 +159,7 @@ def requeue_or_end(
     if verdict.again:
         _back_to_queue(session, row, ending, now, verdict.delay, totals)
         return "PENDING"
+    _ran(ctl, row, ending, now)
     why = ending.cause or f"exit {ending.exit_code}:{ending.signal}"
     if verdict.capped:
         why += f" (not requeued: {row.restarts} restarts reached MaxBatchRequeue)"
@@ -268,6 +269,17 @@ def _charge_tail(ctl: Ctl, row: JobRow, end: float) -> None:
         if amount > 0:
             key = f"{row.account}/{row.user}"
             ctl.usage[key] = ctl.usage.get(key, 0.0) + amount
+
+
+def _ran(ctl: Ctl, row: JobRow, ending: recovery.Ending, now: float) -> None:
+    """A job ran to its end (its work done, failed or out of time): its run time
+    feeds the run-time predictions of policies that plan with them, as the
+    twin's engine records a job's end (tide.server.schedule.PolicyDriver)."""
+    driver = getattr(ctl.loop, "driver", None)
+    if driver is not None and row.start_time is not None and ending.state in (
+        "COMPLETED", "FAILED", "TIMEOUT"
+    ):
+        driver.job_ended(row.id, row.user, now - row.start_time)
 
 
 def running_charges(ctl: Ctl, since: float, now: float) -> list[tuple[str, float]]:

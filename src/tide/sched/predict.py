@@ -7,8 +7,10 @@ with no history is predicted their time limit.
 Example: user u ran 100 s then 300 s; their next job with --time=10:00 is
 predicted 200 s, one with --time=2:00 is predicted 120 s.
 
-The driver owns it (it sees jobs end); the core only reads the predictions in
-Snapshot.predicted.
+Pure, and one rule for both drivers: each owns a Predictor (it sees jobs
+end: the twin's engine, the live loop's PolicyDriver told by lifecycle) and
+fills Snapshot.predicted for policies that declare Capabilities.predictions;
+the core only reads the predictions there.
 """
 
 from __future__ import annotations
