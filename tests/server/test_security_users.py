@@ -88,6 +88,8 @@ def site() -> Iterator[Site]:
 
 
 def test_a_job_runs_as_its_user(site: Site) -> None:
+    with site.client("alice") as c:
+        assert c.get("/v1/cluster").json()["job_users"]["mode"] == "per-user"
     a = site.users["alice"]
     script = (
         "#!/bin/sh\n"
@@ -235,6 +237,9 @@ def test_single_user_mode_takes_only_the_servers_users_jobs(
     body = r.json()
     assert "single-user mode" in body["error"] and me in body["error"] and "alice" in body["error"]
     assert "--any-user" in body["fix"]
+    with single.client() as admin:
+        shown = admin.get("/v1/cluster").json()["job_users"]
+    assert shown == {"mode": "single-user", "server_user": me}
     assert stat.S_IMODE(single.data_dir.stat().st_mode) == 0o700
 
 

@@ -65,6 +65,8 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
         "config": slurm_keys(ctl.cluster.name, cfg),  # scontrol show config
         "store": ctl.engine.url.render_as_string(hide_password=True),
         "executor": type(ctl.executor).__name__ if ctl.executor is not None else None,
+        # who jobs run as (docs/security.md): per-user, or single-user as server_user
+        "job_users": {"mode": ctl.job_users.mode, "server_user": ctl.job_users.server_user},
         "started": ctl.started,
         "warnings": ctl.warnings,
         "loop": {
