@@ -233,3 +233,26 @@ def test_the_admin_port_wants_the_token(rig: Rig):
     r = httpx.put(rig.admin + "/endpoints", content=b"not json",
                   headers={"Authorization": "Bearer secret"})  # fmt: skip
     assert r.status_code == 400
+
+
+def test_a_router_that_cannot_start_is_restarted_with_back_off(tmp_path: Path):
+    """Its port taken by another program: the router dies at once; the controller's
+    handle starts it again after 1, 2, 4 ... s, not at every tick (0.5 s)."""
+    from tide.serve.routerproc import RouterHandle, router_token
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        h = RouterHandle(tmp_path, "busy", "127.0.0.1", taken.getsockname()[1],
+                         router_token(tmp_path))  # fmt: skip
+        log = tmp_path / "busy" / "router.log"
+        try:
+            end = time.monotonic() + 6
+            while time.monotonic() < end:
+                assert not h.ensure(30.0)  # never up: the port is not its
+                time.sleep(0.1)
+            assert 1 <= h.starts <= 4, h.starts  # at 0, ~1 and ~3 s; every tick: ~12
+            wait_for("the bind error in the router's log",
+                     lambda: "address already in use" in log.read_text(), 60)  # fmt: skip
+        finally:
+            h.stop()

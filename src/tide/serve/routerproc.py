@@ -18,11 +18,16 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("tide.serve")
 TIMEOUT = 2.0
+# A router that dies within QUICK_DEATH s of its start (its port taken, a broken
+# install) is started again after 1, 2, 4 ... at most RESTART_MAX s, not every tick.
+QUICK_DEATH = 5.0
+RESTART_MAX = 30.0
 
 
 def router_token(root: Path) -> str:
@@ -48,6 +53,10 @@ class RouterHandle:
         self.proc: subprocess.Popen[bytes] | None = None
         self.pushed: str = ""  # the last endpoint document sent
         self.sock: socket.socket | None = None  # the service's listening socket, if ours
+        self.starts = 0  # routers started by this handle
+        self.started_at = 0.0
+        self.quick_deaths = 0  # in a row
+        self.next_start = 0.0
 
     def ensure(self, buffer: float) -> bool:
         """The router is up (adopted or started); False while it is starting."""
@@ -57,7 +66,21 @@ class RouterHandle:
             return True
         if self.proc is not None and self.proc.poll() is None:
             return False  # started, not listening yet
+        now = time.monotonic()
+        if self.proc is not None and self.started_at:
+            if now - self.started_at < QUICK_DEATH:
+                self.quick_deaths += 1
+                wait = min(RESTART_MAX, 2.0 ** (self.quick_deaths - 1))
+                self.next_start = now + wait
+                log.warning("service %s: router exited at once (see %s); next start in %g s",
+                            self.name, self.dir / "router.log", wait)  # fmt: skip
+            else:
+                self.quick_deaths = 0
+            self.started_at = 0.0
+        if now < self.next_start:
+            return False
         self._start(buffer)
+        self.started_at = now
         return False
 
     def _alive(self) -> bool:
@@ -108,6 +131,7 @@ class RouterHandle:
             cmd += ["--fd", str(sock.fileno())]
             fds = (sock.fileno(),)
         self.pushed = ""  # a new router knows no endpoint
+        self.starts += 1
         with open(self.dir / "router.log", "ab") as out:
             self.proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
