@@ -25,8 +25,6 @@ from slurm_peer.scenarios import SCENARIOS  # noqa: E402
 GOAL = 0.95
 # runs the twin does not yet reproduce, and why (docs/slurm-peer.md)
 NOT_YET: dict[tuple[str, str], str] = {
-    ("fairshare", "run1"): "node choice after a whole-cluster drain (docs/slurm-peer.md)",
-    ("backfill", "run1"): "node choice among equally early reservations",
     ("arrays", "run1"): "one array task 2.4 s late; node choice of throttled tasks",
     ("arrays", "run2"): "one array task 2.4 s late; node choice of throttled tasks",
     ("dependencies", "run1"): "node choice of jobs released by a dependency",

@@ -290,6 +290,7 @@ def load_run(folder: Path) -> Run:
 _LOG_START = re.compile(r"^\[(\S+)\] (?:sched/backfill: _start_job: Started|sched: Allocate) "
                         r"JobId=(\S+) ")  # fmt: skip
 _LOG_END = re.compile(r"^\[(\S+)\] _job_complete: JobId=(\S+) done")
+_LOG_SUBMIT = re.compile(r"^\[(\S+)\] _slurm_rpc_submit_batch_job: JobId=(\d+) ")
 
 
 def _raw(log_id: str) -> int:
@@ -306,6 +307,7 @@ class LogTimes:
     ends: dict[int, list[float]]
     backfill: list[float]
     main: list[float] = field(default_factory=list)  # starts by the main scheduler
+    submits: dict[int, float] = field(default_factory=dict)  # as slurmctld took them in
 
 
 def read_log(path: Path) -> LogTimes:
@@ -315,6 +317,8 @@ def read_log(path: Path) -> LogTimes:
             t = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
             out.starts.setdefault(_raw(m[2]), []).append(t)
             (out.backfill if "sched/backfill" in ln else out.main).append(t)
+        elif m := _LOG_SUBMIT.match(ln):
+            out.submits[int(m[2])] = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
         elif m := _LOG_END.match(ln):
             t = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
             out.ends.setdefault(_raw(m[2]), []).append(t)
@@ -360,7 +364,9 @@ def write_jsonl(run: Run, path: Path) -> int:
         m = by_id.get(arr[0] if arr else raw)
         if m is None:
             continue
-        submit = round(max(0.0, float(str(m["submit_wall"])) - origin), 3)  # sbatch returned
+        # when slurmctld took the submission in (its log), else when sbatch returned
+        took = run.log.submits.get(int(str(m["job_id"])), float(str(m["submit_wall"])))
+        submit = round(max(0.0, took - origin), 3)
         obj: dict[str, object] = {
             "id": ids[raw], "submit": submit,
             "duration": round(run.run_time(raw, inc) + delay, 3),
