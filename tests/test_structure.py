@@ -161,11 +161,8 @@ def test_client_and_server_do_not_import_each_other() -> None:
 # Modules outside the store that still use SQLAlchemy, being moved behind
 # tide.store (issue 13); none may join, and one that stops leaves the list.
 SQL_OUTSIDE_STORE = {
-    "tide.serve.replicas",
     "tide.server.controller",
-    "tide.server.dashboard.views",
     "tide.server.services.admin",
-    "tide.server.services.efficiency",
     "tide.server.services.jobs",
     "tide.server.services.lifecycle",
     "tide.server.services.nodes",

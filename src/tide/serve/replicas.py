@@ -10,12 +10,10 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.model.service import ServiceSpec
 from tide.server.auth import Principal
 from tide.server.schemas import SubmitBody
-from tide.store.models import JobRow
+from tide.store import jobs as jobrepo
 
 SERVICE_ACTOR = Principal("tide-serve", "admin")  # the controller acting for a service
 FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
@@ -87,10 +85,8 @@ def submit_body(
 def job_views(s: Any, job_ids: list[int]) -> dict[int, JobView]:
     if not job_ids:
         return {}
-    rows = s.execute(
-        select(JobRow.id, JobRow.state, JobRow.nodelist, JobRow.reason, JobRow.exit_code,
-               JobRow.start_time, JobRow.fail_cause).where(JobRow.id.in_(job_ids))
-    ).all()  # fmt: skip
+    rows = jobrepo.columns_by_id(s, job_ids, "state", "nodelist", "reason", "exit_code",
+                                 "start_time", "fail_cause")  # fmt: skip
     return {r[0]: JobView(r[1], r[2] or "", r[3] or "", r[4], r[5], r[6] or "") for r in rows}
 
 

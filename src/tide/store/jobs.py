@@ -101,6 +101,28 @@ def get(session: Session, job_id: int) -> JobRow | None:
     return session.get(JobRow, job_id)
 
 
+def rows_by_id(session: Session, ids: Sequence[int], chunk: int = 500) -> list[JobRow]:
+    """The rows of these jobs (any state), read in chunks of `chunk` ids."""
+    out: list[JobRow] = []
+    for i in range(0, len(ids), chunk):
+        out += session.scalars(select(JobRow).where(JobRow.id.in_(ids[i : i + chunk])))
+    return out
+
+
+def columns_by_id(session: Session, ids: Sequence[int], *columns: str) -> list[tuple[Any, ...]]:
+    """(id, *columns) of these jobs, e.g. columns_by_id(s, [3], "state", "nodelist")."""
+    if not ids:
+        return []
+    cols = [JobRow.id, *(getattr(JobRow, c) for c in columns)]
+    return [tuple(r) for r in session.execute(select(*cols).where(JobRow.id.in_(ids)))]
+
+
+def live_columns(session: Session, states: Iterable[str], *columns: str) -> list[tuple[Any, ...]]:
+    """(id, *columns) of the jobs in `states`."""
+    cols = [JobRow.id, *(getattr(JobRow, c) for c in columns)]
+    return [tuple(r) for r in session.execute(select(*cols).where(JobRow.state.in_(tuple(states))))]
+
+
 def transition(
     session: Session,
     job_id: int,

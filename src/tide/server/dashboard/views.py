@@ -10,8 +10,6 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.server import views as apiviews
 from tide.server.auth import Principal
 from tide.server.ports import Ctl
@@ -22,17 +20,14 @@ from tide.server.services import reports as reportsvc
 from tide.server.services import share_history
 from tide.server.services.lifecycle import LIVE
 from tide.store import accounting
+from tide.store import jobs as jobrepo
 from tide.store.jobs import ACTIVE, JobFilter
-from tide.store.models import JobRow
 
 
 def _gpu_owners(ctl: Ctl, who: Principal) -> dict[tuple[int, int], dict[str, Any]]:
     """(node index, GPU index) -> the live job holding it, as this user may see it."""
-    stmt = select(JobRow.id, JobRow.user, JobRow.account, JobRow.allocation, JobRow.name).where(
-        JobRow.state.in_(LIVE)
-    )
     with ctl.sessions() as s:
-        rows = list(s.execute(stmt))
+        rows = jobrepo.live_columns(s, LIVE, "user", "account", "allocation", "name")
     out: dict[tuple[int, int], dict[str, Any]] = {}
     for job_id, user, account, text, name in rows:
         if not text:

@@ -12,8 +12,6 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.efficiency import EfficiencyError, Measured, Progress, group_figures, job_figures
 from tide.efficiency import model_flops_per_token as declared_fpt
 from tide.model.gpu_peaks import peak_tflops
@@ -22,6 +20,7 @@ from tide.server.errors import forbidden
 from tide.server.ports import Ctl
 from tide.server.schemas import NotifyBody
 from tide.store import codec
+from tide.store import jobs as jobrepo
 from tide.store import progress as repo
 from tide.store.models import JobRow
 
@@ -122,7 +121,4 @@ def by_account(
 
 
 def _rows(s: Any, ids: list[int]) -> list[JobRow]:
-    out: list[JobRow] = []
-    for i in range(0, len(ids), 500):
-        out += s.scalars(select(JobRow).where(JobRow.id.in_(ids[i : i + 500])))
-    return out
+    return jobrepo.rows_by_id(s, ids)
