@@ -1,5 +1,6 @@
-"""tide: the Slurm cycle with predicted run times (EASY++), shortest predicted
-job first behind the first blocked job, an aging guard, backfill every cycle."""
+"""tide: the Slurm cycle with predicted run times, smallest predicted area
+first with protected (aged, large) jobs ahead, shortest predicted job first
+behind the first blocked job, backfill every cycle."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tide.model.sched_config import BackfillMode, QueueOrder
 from tide.sched.index import build_index
 from tide.sched.policies import make_policy
 from tide.sched.policies.tide_policy import AGED, PROMISE, TidePolicy
-from tide.sched.predict import Predictor
+from tide.sched.predict import JobInfo
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Snapshot
 from tide.sim.engine import Engine
@@ -18,28 +19,16 @@ from tide.sim.workload.base import SimJob
 from tide.testing.builders import flat_cluster, job, running, snapshot
 
 
-def _decide(snap: Snapshot, name: str = "tide") -> Decisions:
+def _decide(snap: Snapshot, name: str = "tide", **tide: object) -> Decisions:
     ix = build_index(snap.cluster)
     usage = Usage.empty(ix)
     for r in snap.running:
         usage.allocate(r.alloc)
-    return make_policy(name, ix).schedule(snap, usage)
+    policy = TidePolicy(ix, **tide) if tide else make_policy(name, ix)  # type: ignore[arg-type]
+    return policy.schedule(snap, usage)
 
 
-# -- the predictor (Tsafrir et al. 2007) ------------------------------------------
-
-
-def test_predictor_is_the_mean_of_the_last_two_runs_capped_by_the_limit() -> None:
-    p = Predictor()
-    assert p.predict("u", 600) == 600  # no history: the limit
-    assert p.predict("u", None) is None
-    p.record("u", 50)
-    assert p.predict("u", 600) == 50
-    p.record("u", 100)
-    p.record("u", 300)  # only the last two count: (100 + 300) / 2
-    assert p.predict("u", 600) == 200
-    assert p.predict("u", 120) == 120
-    assert p.predict("v", 60) == 60
+# -- the driver keeps the policy's run-time model ------------------------------------------
 
 
 def test_engine_feeds_predictions_only_to_policies_that_use_them() -> None:
@@ -48,7 +37,9 @@ def test_engine_feeds_predictions_only_to_policies_that_use_them() -> None:
     jobs = [SimJob(i, 0, 100.0 * i, req, user="u", account="a") for i in (1, 2)]
     eng = Engine(c, snapshot(c, []).config, "tide")
     eng.run(jobs)
-    assert eng.predictor is not None and eng.predictor.predict("u", 3600) == 150
+    # the fixed configuration's model: the mean of the user's last two runs
+    assert eng.predictor is not None and eng.predictor.kind == "tsafrir"
+    assert eng.predictor.predict(JobInfo(99, "u", 3600, 8, 300.0), 300.0) == 150
     assert Engine(c, snapshot(c, []).config, "slurm").predictor is None
 
 
@@ -92,8 +83,9 @@ def test_a_running_job_past_its_prediction_is_planned_to_its_limit() -> None:
 
 
 def test_the_first_predicted_start_is_remembered() -> None:
-    d = _decide(_blocked_scene({9: 100, 2: 500}))
+    d = _decide(_blocked_scene({9: 100, 2: 500}), promises=True)
     assert d.meta[1] == {PROMISE: (100, 0)}
+    assert _decide(_blocked_scene({9: 100, 2: 500})).meta == {}  # off by default
 
 
 def _late_scene(promised: bool) -> Snapshot:
@@ -109,8 +101,9 @@ def _late_scene(promised: bool) -> Snapshot:
 def test_a_broken_promise_plans_with_limits() -> None:
     # with predictions J2 (170..220) ends before R's limit 1000 and backfills;
     # once J1's promised start has passed, J2's limit (170..1070) would delay J1
-    assert [s.job_id for s in _decide(_late_scene(False)).starts] == [2]
-    assert _decide(_late_scene(True)).starts == []
+    assert [s.job_id for s in _decide(_late_scene(False), promises=True).starts] == [2]
+    assert _decide(_late_scene(True), promises=True).starts == []
+    assert [s.job_id for s in _decide(_late_scene(True)).starts] == [2]  # without promises
 
 
 def test_reservations_are_exact_not_rounded() -> None:
@@ -142,9 +135,55 @@ def test_shortest_job_backfills_first() -> None:
     assert [s.job_id for s in _decide(_sjbf_scene(10)).starts] == [3]
 
 
+def _order_scene(now: float, young_submit: float) -> Snapshot:
+    # R holds n001-n003 until 50000; J1 (long) and J2 (short) each want n004
+    c = flat_cluster(4)
+    held = {f"n00{k}": tuple(range(8)) for k in (1, 2, 3)}
+    r = running(job(9, nodes=3, gpus_per_node=8, time=50000), c, held, 0, cores=0)
+    pend = [job(1, gpus_per_node=8, time=9000, submit=0),
+            job(2, gpus_per_node=8, time=600, submit=young_submit)]  # fmt: skip
+    return snapshot(c, pend, now=now, running_jobs=[r], backfill=BackfillMode.EASY,
+                    order=QueueOrder.FCFS)  # fmt: skip
+
+
+def test_smallest_predicted_area_goes_first() -> None:
+    assert [s.job_id for s in _decide(_order_scene(10, 1), "slurm").starts] == [1]
+    assert [s.job_id for s in _decide(_order_scene(10, 1)).starts] == [2]
+    assert [s.job_id for s in _decide(_order_scene(10, 1), order="priority").starts] == [1]
+
+
 def test_a_job_that_waited_long_is_not_overtaken() -> None:
-    d = _decide(_sjbf_scene(AGED + 10))
-    assert [s.job_id for s in d.starts] == [2]
+    # J1 has waited AGED: protected, it goes before the younger, smaller J2
+    d = _decide(_order_scene(AGED + 10, AGED))
+    assert [s.job_id for s in d.starts] == [1]
+
+
+def test_a_large_job_is_protected_from_its_submission() -> None:
+    # J1 wants the whole cluster (2 x 8 GPUs, BIG = half of it): it holds the
+    # reservation at R's end although J2 and J3 have smaller areas; J3 fits
+    # before it, J2 (6000 s on n002) would delay it
+    c = flat_cluster(2)
+    r = running(job(9, gpus_per_node=8, time=5000), c, {"n001": tuple(range(8))}, 0, cores=0)
+    pend = [job(1, nodes=2, gpus_per_node=8, time=3600, submit=0),
+            job(2, gpus_per_node=8, time=6000, submit=1),
+            job(3, gpus_per_node=8, time=600, submit=2)]  # fmt: skip
+    snap = snapshot(c, pend, now=10, running_jobs=[r], backfill=BackfillMode.EASY,
+                    order=QueueOrder.FCFS)  # fmt: skip
+    d = _decide(snap)
+    assert d.pending[1].reason is Reason.RESOURCES and d.pending[1].planned_start == 5000
+    assert [s.job_id for s in d.starts] == [3]
+    # unprotected (no job is that big), the smaller areas go first: J3 starts
+    # on n002, J2 holds the reservation there at J3's end, J1 waits behind it
+    d = _decide(snap, big=2.0)
+    assert [s.job_id for s in d.starts] == [3]
+    assert d.pending[2].reason is Reason.RESOURCES and d.pending[2].planned_start == 610
+    assert d.pending[1].reason is Reason.PRIORITY
+
+
+def test_an_unknown_order_is_a_clear_error() -> None:
+    ix = build_index(flat_cluster(1))
+    with pytest.raises(ValueError, match="order 'lifo'"):
+        TidePolicy(ix, order="lifo")
 
 
 def test_the_first_blocked_job_keeps_its_reservation() -> None:
@@ -223,3 +262,60 @@ def test_tide_beats_slurm_on_the_demo_scenario() -> None:
     assert len(large["tide"]) == len(large["slurm"]) >= 5
     assert sum(large["tide"]) <= sum(large["slurm"])
     assert max(large["tide"]) <= max(large["slurm"])
+
+
+# -- the reservation holds under predictions (property) ------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tide.sched.policies.tide_policy import _planned  # noqa: E402
+from tide.sched.predict import Correction  # noqa: E402
+
+
+@st.composite
+def _scenes(draw: st.DrawFn) -> Snapshot:
+    n = draw(st.integers(2, 6))
+    c = flat_cluster(n)
+    now = draw(st.integers(0, 3000))
+    free = list(range(n))
+    run, predicted = [], {}
+    for k in range(draw(st.integers(1, n))):
+        if not free:
+            break
+        width = draw(st.integers(1, len(free)))
+        nodes, free = free[:width], free[width:]
+        limit = draw(st.integers(now + 1, 8000))  # still running at `now` (start 0)
+        j = job(100 + k, nodes=width, gpus_per_node=8, time=limit)
+        run.append(running(j, c, {f"n{i + 1:03d}": tuple(range(8)) for i in nodes}, 0, cores=0))
+        predicted[j.id] = float(draw(st.integers(1, limit)))  # may have expired by `now`
+    pend = []
+    for k in range(draw(st.integers(1, 6))):
+        limit = draw(st.integers(60, 9000))
+        j = job(k + 1, nodes=draw(st.integers(1, n)), gpus_per_node=8, time=limit, submit=k)
+        pend.append(j)
+        predicted[j.id] = float(draw(st.integers(1, limit)))
+    snap = snapshot(c, pend, now=now, running_jobs=run, backfill=BackfillMode.EASY,
+                    order=QueueOrder.FCFS)  # fmt: skip
+    snap.predicted = predicted
+    return snap
+
+
+@settings(max_examples=150, deadline=None)
+@given(_scenes())
+def test_backfill_never_delays_the_reservation_beyond_the_corrections(snap: Snapshot) -> None:
+    """If every job ends when the plan says (its prediction, or once it has
+    outlived it the correction's end: its limit), the reserved job starts at
+    its planned time: nothing backfilled now runs on its nodes past then.
+    (EASY holds one reservation, plus one per large job.)"""
+    d = _decide(snap)
+    for info in d.pending.values():
+        if info.planned_start is None:
+            continue
+        start, nodes = info.planned_start, set(info.planned_nodes or ())
+        for r in snap.running:
+            if nodes & {na.node for na in r.alloc.nodes}:
+                assert _planned(r, snap, Correction.REQUESTED).end <= start
+        for s in d.starts:
+            if nodes & {na.node for na in s.alloc.nodes}:
+                assert snap.now + snap.predicted[s.job_id] <= start

@@ -294,9 +294,12 @@ def _record_start(
 # --- 4. backfill ---------------------------------------------------------------
 
 
-def backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
+def backfill_pass(
+    cyc: Cycle, order: list[int], easy: bool, protected: frozenset[int] = frozenset()
+) -> None:
     """Jobs in `order` start now where that delays no hold; the others are
-    held at their earliest start (EASY: only the first of them)."""
+    held at their earliest start (EASY: only the first of them, and every
+    job whose id is in `protected`)."""
     snap, cfg = cyc.snap, cyc.snap.config
     running = [(r.alloc, max(r.end, snap.now)) for r in snap.running] + cyc.started
     plan = Plan.build(cyc.ix, cyc.usage, running, snap.now)
@@ -337,6 +340,11 @@ def backfill_pass(cyc: Cycle, order: list[int], easy: bool) -> None:
         if not (easy and reserved):
             held = len(plan.holds)
             reserved |= _reserve(cyc, ctx, plan, horizon)
+            if closed is not None and len(plan.holds) > held:
+                closed.changed = True
+        elif job.id in protected:  # a large job: a reservation of its own
+            held = len(plan.holds)
+            _reserve(cyc, ctx, plan, horizon)
             if closed is not None and len(plan.holds) > held:
                 closed.changed = True
         blocked_reason(cyc, job.id)

@@ -9,8 +9,9 @@ keeps with its jobs between cycles is kept here, in memory, as the twin's
 engine keeps it: pods bound before their job runs (Kubernetes-style
 policies: they hold their GPUs), per-job bookkeeping (Decisions.meta) and,
 for policies that plan with run-time predictions (Capabilities.predictions:
-`tide`), the users' last run times (tide.sched.predict; kept in memory, so a
-restarted server predicts from the limits until jobs end again).
+`tide`), the policy's run-time model (tide.sched.predict.RuntimeModel: each
+job predicted when the driver first sees it, the model trained as jobs end;
+kept in memory, so a restarted server learns again from the jobs that end).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tide.model.service import PoolConfig
 from tide.sched.cycle import usage_from
 from tide.sched.index import build_index
 from tide.sched.policies import Policy, policy_for
-from tide.sched.predict import Predictor
+from tide.sched.predict import JobInfo, RuntimeModel, job_info
 from tide.sched.serving.pools import PooledScheduler
 from tide.sched.types import Allocation, Decisions, Snapshot
 
@@ -44,8 +45,10 @@ class PolicyDriver:
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not yet running
         self.meta: dict[int, dict[str, object]] = {}  # the policy's per-job bookkeeping
         # run-time predictions, for policies that plan with them (the twin's rule)
-        self.predictor = Predictor() if self.policy.capabilities.predictions else None
-        self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
+        caps = self.policy.capabilities
+        self.predictor = RuntimeModel(caps.predictor) if caps.predictions else None
+        self.predicted: dict[int, float] = {}  # job -> prediction made when first seen
+        self._seen: dict[int, JobInfo] = {}  # what the model saw of each predicted job
 
     @property
     def name(self) -> str:
@@ -65,23 +68,33 @@ class PolicyDriver:
         return self.policy.schedule(snap, usage)
 
     def _predictions(self, snap: Snapshot) -> dict[int, float]:
-        """As the twin's engine: pending jobs now, running ones as at their start."""
+        """As the twin's engine: each job predicted once, when first seen
+        (pending, or running after a restart), kept while it waits and runs.
+        Calling again with the same snapshot gives the same predictions."""
         if self.predictor is None:
             return {}
+        running = [job_info(r.job, r.alloc.gpu_count) for r in snap.running]
         out = {}
-        for job in snap.pending:
-            p = self.predictor.predict(job.user, job.request.time_limit)
-            if p is not None:
-                out[job.id] = p
-        running = {r.job.id for r in snap.running}
-        out.update({j: p for j, p in self.predicted.items() if j in running})
+        for job in [*snap.pending, *(r.job for r in snap.running)]:
+            if job.id not in self._seen:
+                info = self._seen[job.id] = job_info(job)
+                p = self.predictor.predict(info, snap.now, running)
+                if p is not None:
+                    self.predicted[job.id] = p
+            if job.id in self.predicted:
+                out[job.id] = self.predicted[job.id]
         return out
 
-    def job_ended(self, job_id: int, user: str, run_seconds: float) -> None:
-        """A job ended after `run_seconds` (tide.server.services.lifecycle)."""
+    def job_ended(
+        self, job_id: int, user: str, run_seconds: float, now: float | None = None
+    ) -> None:
+        """A job ended after `run_seconds` (tide.server.services.lifecycle):
+        the model learns from it."""
         self.predicted.pop(job_id, None)
+        info = self._seen.pop(job_id, None) or JobInfo(job_id, user, None, 1, 0.0)
         if self.predictor is not None:
-            self.predictor.record(user, run_seconds)
+            end = now if now is not None else info.submit + run_seconds
+            self.predictor.observe(info, run_seconds, end)
 
     def keep(self, snap: Snapshot, d: Decisions) -> None:
         """After a pass: remember what the policy keeps between cycles; forget
@@ -96,13 +109,12 @@ class PolicyDriver:
             old = self.bound.get(jid)
             self.bound[jid] = Allocation(jid, (old.nodes if old else ()) + pods.nodes)
         started = {s.job_id for s in d.starts}
-        if self.predictor is not None:
-            users = {j.id: j for j in snap.pending}
-            for jid in started & users.keys():
-                job = users[jid]
-                p = self.predictor.predict(job.user, job.request.time_limit)
-                if p is not None:
-                    self.predicted[jid] = p
+        if self.predictor is not None:  # jobs gone without an end (cancelled)
+            here = pending | {r.job.id for r in snap.running} | started
+            for jid in [j for j in self._seen if j not in here]:
+                self._seen.pop(jid)
+                self.predicted.pop(jid, None)
+                self.predictor.forget(jid)
         for kept in (self.bound, self.meta):
             for jid in [j for j in kept if j not in pending or j in started]:
                 del kept[jid]

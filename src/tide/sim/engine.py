@@ -31,7 +31,7 @@ from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.isolate import describe, schedule_isolating
 from tide.sched.policies import Policy, policy_for
-from tide.sched.predict import Predictor
+from tide.sched.predict import RuntimeModel, job_info
 from tide.sched.requeue import requeue_policy
 from tide.sched.state import Usage
 from tide.sched.types import (
@@ -149,8 +149,9 @@ class Engine:
         self.job_faults: dict[int, str] = {}  # jobs the core could not evaluate -> why
         self.training: dict[int, Ledger] = {}  # jobs with a model: paid time, work done
         # run-time predictions, only for policies that plan with them (tide's)
-        self.predictor = Predictor() if self.policy.capabilities.predictions else None
-        self.predicted: dict[int, float] = {}  # running job -> prediction made at its start
+        caps = self.policy.capabilities
+        self.predictor = RuntimeModel(caps.predictor) if caps.predictions else None
+        self.predicted: dict[int, float] = {}  # pending or running job -> its prediction
         # preemption: victims in their grace -> (preemptor, attempt token, mode, kill time)
         self.preempting: dict[int, tuple[int, int, str, float]] = {}
         self.warned: dict[int, float] = {}  # victims saving on the warning -> signal time
@@ -351,6 +352,8 @@ class Engine:
             array_task_id=sim.array[1] if sim.array else None,
         )
         self.pending[job.id] = job
+        if self.predictor is not None:
+            self._predict(job, t)
         self.results[job.id] = JobResult(
             job_id=job.id,
             name=sim.name or req.name,
@@ -397,7 +400,7 @@ class Engine:
         if self.config.weights.fairshare and self._prio_time is not None:
             self._ended_charges.append(self._charge(act, max(act.start, self._prio_time), t))
         if self.predictor is not None:
-            self.predictor.record(act.job.user, t - act.start)
+            self.predictor.observe(job_info(act.job, act.alloc.gpu_count), t - act.start, t)
             self.predicted.pop(job_id, None)
         res = self.results[job_id]
         res.end = t
@@ -588,15 +591,15 @@ class Engine:
         }
 
     def _predictions(self) -> dict[int, float]:
-        if self.predictor is None:
-            return {}
-        out = {}
-        for job in self.pending.values():
-            p = self.predictor.predict(job.user, job.request.time_limit)
-            if p is not None:
-                out[job.id] = p
-        out.update(self.predicted)
-        return out
+        return dict(self.predicted) if self.predictor is not None else {}
+
+    def _predict(self, job: Job, now: float) -> None:
+        """The job's run time predicted at its submission (kept while it waits and runs)."""
+        assert self.predictor is not None
+        running = [job_info(a.job, a.alloc.gpu_count) for a in self.active.values()]
+        p = self.predictor.predict(job_info(job), now, running)
+        if p is not None:
+            self.predicted[job.id] = p
 
     def _apply(self, now: float, d: Decisions) -> None:
         if d.eligible or d.meta or d.binds or d.unbinds or d.starts or d.preemptions:
@@ -662,10 +665,6 @@ class Engine:
         end = min(now + _wall(work, sim), limit_end)
         self.token += 1
         self.active[job.id] = Active(job, sim, s.alloc, now, limit_end, end, self.token, work)
-        if self.predictor is not None:
-            p = self.predictor.predict(job.user, limit)
-            if p is not None:
-                self.predicted[job.id] = p
         self._push(end, END, job.id)
         job.state = JobState.RUNNING
         self._lend_cores(job.id, s.alloc)

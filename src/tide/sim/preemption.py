@@ -71,7 +71,6 @@ def kill(engine: Engine, t: float, victim: int) -> bool:
     if entry is None or act is None or act.token != entry[1]:
         return False  # it ended (or was requeued) on its own meanwhile
     mode = entry[2]
-    engine.predicted.pop(victim, None)
     warned = engine.warned.pop(victim, None)
     lost = _lose(engine, act, t, requeue=mode == "REQUEUE", final=JobState.PREEMPTED,
                  saved_at=warned)  # fmt: skip
@@ -81,6 +80,8 @@ def kill(engine: Engine, t: float, victim: int) -> bool:
     job = engine.pending.pop(victim, None)
     if job is not None:  # requeued: back in the queue once its preemptor had its turn
         engine.parked[victim] = (entry[0], job)
+    else:  # gone for good: its prediction (kept for a requeue) goes too
+        engine.predicted.pop(victim, None)
     return True
 
 

@@ -22,9 +22,11 @@ PreemptionKind = Literal["config", "own", "none"]
 class Capabilities:
     """What a policy needs from its driver.
 
-    - predictions: it plans with run-time predictions: the driver fills
-      Snapshot.predicted (pending jobs, and running jobs' predictions made at
-      their start).
+    - predictions: it plans with run-time predictions: the driver keeps a
+      tide.sched.predict.RuntimeModel of kind `predictor` ("learned" or
+      "tsafrir"), predicts each job at its submission, trains the model at
+      each job's end, and fills Snapshot.predicted with the prediction of
+      every pending and running job (the policy applies the corrections).
     - preemption: who decides which pending jobs may preempt. "config": the
       cluster's PreemptType rules (a job under preempt/qos preempts only if
       its QOS lists others); "own": the policy's own rules (queues, quotas),
@@ -38,6 +40,7 @@ class Capabilities:
     """
 
     predictions: bool = False
+    predictor: str = "learned"
     preemption: PreemptionKind = "config"
     coalesce_ties: bool = False
     time_invariant: bool = False

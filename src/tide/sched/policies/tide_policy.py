@@ -1,25 +1,29 @@
 """`tide`: the Slurm cycle (tide.sched.cycle, its phases reused as they are)
-with three changes, each measured on the bundled demo scenario
-(docs/policies.md has the numbers):
+with these changes, each measured (docs/policies.md; bench/bench_quality.py):
 
-1. Run-time prediction for backfill, as EASY++ (Tsafrir, Etsion, Feitelson,
-   "Backfilling Using System-Generated Predictions Rather Than User Runtime
-   Estimates", IEEE TPDS 2007): the plan trusts a predicted run time instead
-   of the time limit, both for running jobs (their planned end) and for the
-   jobs it places (how long they hold what they take). The driver makes the
-   predictions (Snapshot.predicted; the twin: the mean of the user's last two
-   run times, capped by the limit). A running job that outlives its prediction
-   is planned to its limit again (EASY++'s correction). Site rules (MaxWall,
+1. Run-time predictions for backfill (tide.sched.predict: learned online as
+   in SC'15, or EASY++'s mean of the user's last two runs). The plan trusts
+   a predicted run time instead of the time limit, both for running jobs
+   (their planned end) and for the jobs it places. A running job that
+   outlives its prediction is corrected (`correction`: planned to its limit,
+   doubled, or Tsafrir's increments), never killed. Site rules (MaxWall,
    partition MaxTime) still see the real limits, and while an advance
    reservation lies ahead jobs are planned with their limits, so no job can
    start into a maintenance window.
-2. Shortest predicted job first among the jobs behind the first one the main
-   pass left blocked on resources (SJBF in EASY++): short jobs fill holes
-   first. The blocked job keeps its place and its reservation, which bounds
-   the wait of the largest jobs exactly as in `slurm`, and a job that has
-   waited `aged` seconds (4 h) is no longer overtaken by shorter ones: it
-   joins the head in priority order.
-3. Backfill at every cycle (the core is fast enough), not every bf_interval.
+2. Queue order (`order`): "saf" puts the smallest predicted area (run time x
+   GPUs, or CPUs on a cluster without GPUs) first; "priority" keeps the
+   site's. Protected jobs come before all others, in the site's priority
+   order: a job that waited `aged` seconds (24 h), and a large job (at least
+   `big` of the cluster's GPUs: whole-job protection), so the first blocked
+   protected job holds the EASY reservation and no stream of small jobs
+   starves it.
+3. Shortest predicted job first among the jobs behind the first one the main
+   pass left blocked on resources (SJBF in EASY++); the blocked job keeps its
+   place and its reservation.
+4. Backfill at every cycle (the core is fast enough), not every bf_interval;
+   exact reservation times (no bf_resolution rounding, no will-run batches).
+5. Optional promises (`promises`): once a pending job's predicted start has
+   passed, plan with limits until it starts.
 Placement is the core's: topology-aware best fit (fewest free GPUs that
 suffice), which keeps large contiguous sets free.
 """
@@ -29,15 +33,22 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from tide.model import Job
 from tide.model.sched_config import BackfillMode
 from tide.sched.cycle import LOST_WORK, Cycle, CycleMemo, close_cycle, context, open_cycle
+from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
+from tide.sched.limits import gpu_limit
 from tide.sched.passes import backfill_pass, main_pass, priorities
 from tide.sched.policies.base import Capabilities
+from tide.sched.predict import Correction, corrected
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Running, Snapshot
 
-AGED = 4 * 3600.0  # seconds of wait after which shorter jobs no longer overtake a job
+AGED = 24 * 3600.0  # seconds of wait after which a job is protected (site priority order)
+BIG = 0.5  # share of the cluster's GPUs from which a job is protected from its submission
+ORDERS = ("saf", "sjf", "priority")
+PREDICTOR = "tsafrir"  # tide.sched.predict.RuntimeModel kind (bench/bench_quality.py)
 PROMISE = "tide.promise"  # Job.meta: (first planned start, restarts then)
 PROMISE_SLACK = 60.0  # seconds a planned start may slip before limits take over
 
@@ -55,7 +66,15 @@ class TidePolicy:
         aged: float = AGED,
         backfill: BackfillMode = BackfillMode.EASY,  # the configured NONE still wins
         victim_order: str = LOST_WORK,  # preemption victims (docs/preemption.md)
+        order: str = "saf",
+        big: float = BIG,
+        correction: Correction = Correction.REQUESTED,
+        promises: bool = False,
+        predictor: str = PREDICTOR,
+        guard_big: bool = True,
     ) -> None:
+        if order not in ORDERS:
+            raise ValueError(f"tide order {order!r}: choose one of {', '.join(ORDERS)}")
         self.ix = index
         self.memo = CycleMemo()
         self.victim_order = victim_order
@@ -64,6 +83,12 @@ class TidePolicy:
         self.every_cycle = every_cycle
         self.aged = aged
         self.backfill = backfill
+        self.order = order
+        self.big = big
+        self.correction = correction
+        self.promises = promises
+        self.guard_big = guard_big
+        self.capabilities = Capabilities(predictions=predict, predictor=predictor)
         self._copies: dict[int, tuple] = {}  # planned context copies, kept between cycles
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
@@ -73,22 +98,45 @@ class TidePolicy:
             # would let the first blocked job's reservation slide forever
             cfg = replace(snap.config, will_run_batches=False, bf_resolution=1)
             snap = replace(snap, config=cfg)
-        predict = self.predict and bool(snap.predicted) and not _broken_promise(snap)
-        if predict:  # its promises are the planned starts of every job
-            snap = replace(snap, running=[_planned(r, snap) for r in snap.running],
+        predict = self.predict and bool(snap.predicted)
+        if predict and self.promises and _broken_promise(snap):
+            predict = False
+        if predict and self.guard_big and self._big_waits(snap):
+            predict = False  # limits while a large job waits: no overrun delays it
+        if predict:
+            rule = self.correction
+            # its plan is the planned starts of every job (not only starts now)
+            snap = replace(snap, running=[_planned(r, snap, rule) for r in snap.running],
                            starts_only=False)  # fmt: skip
         cyc = open_cycle(snap, self.ix, usage, self.memo, self.victim_order)
         if predict and cyc.resv is None:
             _predicted_contexts(cyc, self._copies)
         order = priorities(cyc)
+        large: frozenset[int] = frozenset()
+        if self.order != "priority":
+            order, protected = _queue_order(cyc, order, self.order, self.aged, self._big_gpus())
+            large = _hold_caps(cyc, [snap.pending[i] for i in protected], self._big_gpus())
         main_pass(cyc, order)
         mode = BackfillMode.NONE if snap.config.backfill is BackfillMode.NONE else self.backfill
         if (snap.backfill or self.every_cycle) and mode is not BackfillMode.NONE:
-            bf_order = _sjbf(cyc, order, self.aged) if self.sjbf else order
-            backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY)
-        if predict:
+            bf_order = _sjbf(cyc, order) if self.sjbf else order
+            backfill_pass(cyc, bf_order, easy=mode is BackfillMode.EASY, protected=large)
+        if predict and self.promises:
             _promise(cyc)
         return close_cycle(cyc)
+
+    def _big_waits(self, snap: Snapshot) -> bool:
+        big = self._big_gpus()
+        for job in snap.pending:
+            req = job.request
+            if job.eligible is not None and req.total_gpus(req.node_range()[0]) >= big:
+                return True
+        return False
+
+    def _big_gpus(self) -> float:
+        """GPUs (CPUs on a cluster without GPUs) from which a job is protected."""
+        total = float(self.ix.gpus.sum()) or float(self.ix.cores.sum())
+        return self.big * total if self.big > 0 else math.inf
 
 
 def _promise(cyc: Cycle) -> None:
@@ -116,14 +164,15 @@ def _broken_promise(snap: Snapshot) -> bool:
     return False
 
 
-def _planned(r: Running, snap: Snapshot) -> Running:
-    """The running job as the plan sees it: ending at its predicted time, or at
-    its limit once it has outlived the prediction."""
+def _planned(r: Running, snap: Snapshot, rule: Correction) -> Running:
+    """The running job as the plan sees it: ending at its predicted time, or,
+    once it has outlived the prediction, at the correction's (never past the
+    end the driver plans: its limit)."""
     pred = snap.predicted.get(r.job.id)
-    if pred is None:
+    if pred is None or pred >= r.end - r.start:
         return r
-    end = r.start + pred
-    if end <= snap.now or end >= r.end:
+    end = r.start + corrected(rule, pred, snap.now - r.start, r.end - r.start)
+    if end >= r.end:
         return r
     return Running(r.job, r.alloc, r.start, end)
 
@@ -154,11 +203,73 @@ def _predicted_contexts(cyc: Cycle, copies: dict[int, tuple]) -> None:
             del copies[jid]
 
 
-def _sjbf(cyc: Cycle, order: list[int], aged: float) -> list[int]:
-    """Priority order up to and including the first job the main pass left
-    blocked on resources, then the jobs that waited `aged` seconds (priority
-    order), then the rest shortest planned run first."""
+def _size(ctx: JobContext | None) -> float:
+    """GPUs the job asks for, or its CPUs when it asks for none."""
+    if ctx is None:
+        return math.inf
+    shape = ctx.shape
+    return float(shape.gpus or shape.cpus_per_node * shape.nodes_min)
+
+
+def _planned_limit(cyc: Cycle, job: Job) -> float:
+    ctx = cyc.contexts[job.id] if job.id in cyc.contexts else context(cyc, job)
+    return float(ctx.shape.time_limit) if ctx is not None else math.inf
+
+
+def _queue_order(
+    cyc: Cycle, order: list[int], key: str, aged: float, big: float
+) -> tuple[list[int], list[int]]:
+    """Protected jobs (waited `aged` seconds, or at least `big` GPUs) in
+    priority order, then the others smallest predicted area first ("saf") or
+    shortest predicted run first ("sjf"), priority order breaking ties.
+    Returns the order and the protected jobs."""
     pending, now = cyc.snap.pending, cyc.snap.now
+    protected, rest = [], []
+    for i in order:
+        job = pending[i]
+        waited = now - (job.eligible if job.eligible is not None else job.submit)
+        ctx = cyc.contexts[job.id] if job.id in cyc.contexts else context(cyc, job)
+        size = _size(ctx)
+        keep = ctx is not None and (waited >= aged or size >= big)
+        (protected if keep else rest).append((i, size))
+    rank = {i: k for k, (i, _) in enumerate(rest)}
+
+    def cost(item: tuple[int, float]) -> tuple[float, int]:
+        i, size = item
+        run = _planned_limit(cyc, pending[i])
+        return (run * size if key == "saf" else run, rank[i])
+
+    first = [i for i, _ in protected]
+    return first + [i for i, _ in sorted(rest, key=cost)], first
+
+
+def _hold_caps(cyc: Cycle, protected: list[Job], big: float) -> frozenset[int]:
+    """A large protected job that an account's GPU cap (GrpTRES) holds back keeps
+    that cap for itself: its GPUs count against the cap for the rest of the
+    cycle, so smaller jobs of the account no longer take what it waits for
+    and it starts as soon as the account's running jobs have freed enough.
+    Returns the large protected jobs (each gets a reservation of its own)."""
+    limits = cyc.limits
+    large = set()
+    for job in protected:
+        ctx = cyc.contexts[job.id] if job.id in cyc.contexts else context(cyc, job)
+        if ctx is None or ctx.reason is not None:
+            continue
+        gpus = ctx.shape.gpus
+        if gpus < big:
+            continue
+        large.add(job.id)
+        for acct in limits.lineage(job.account):
+            cap = gpu_limit(cyc.snap.accounts.accounts[acct].limits)
+            if cap is not None and gpus <= cap < limits.count.acct_gpus[acct] + gpus:
+                limits.count.acct_gpus[acct] += gpus
+    return frozenset(large)
+
+
+def _sjbf(cyc: Cycle, order: list[int]) -> list[int]:
+    """Queue order up to and including the first job the main pass left
+    blocked on resources, then the rest shortest planned run first."""
+    pending = cyc.snap.pending
     cut = len(order)
     for k, i in enumerate(order):
         info = cyc.decisions.pending.get(pending[i].id)
@@ -166,21 +277,8 @@ def _sjbf(cyc: Cycle, order: list[int], aged: float) -> list[int]:
             cut = k + 1
             break
     head, tail = order[:cut], order[cut:]
-
-    def waited(i: int) -> float:
-        job = pending[i]
-        return now - (job.eligible if job.eligible is not None else job.submit)
-
-    old = [i for i in tail if waited(i) >= aged]
-    young = [i for i in tail if waited(i) < aged]
-    rank = {i: k for k, i in enumerate(young)}
-
-    def planned(i: int) -> float:
-        job = pending[i]
-        ctx = cyc.contexts[job.id] if job.id in cyc.contexts else context(cyc, job)
-        return float(ctx.shape.time_limit) if ctx is not None else math.inf
-
-    return head + old + sorted(young, key=lambda i: (planned(i), rank[i]))
+    rank = {i: k for k, i in enumerate(tail)}
+    return head + sorted(tail, key=lambda i: (_planned_limit(cyc, pending[i]), rank[i]))
 
 
-__all__ = ["AGED", "TidePolicy"]
+__all__ = ["AGED", "BIG", "ORDERS", "TidePolicy"]

@@ -279,7 +279,7 @@ def _ran(ctl: Ctl, row: JobRow, ending: recovery.Ending, now: float) -> None:
     if driver is not None and row.start_time is not None and ending.state in (
         "COMPLETED", "FAILED", "TIMEOUT"
     ):
-        driver.job_ended(row.id, row.user, now - row.start_time)
+        driver.job_ended(row.id, row.user, now - row.start_time, now)
 
 
 def running_charges(ctl: Ctl, since: float, now: float) -> list[tuple[str, float]]:
