@@ -71,7 +71,7 @@ class TidePolicy:
         correction: Correction = Correction.REQUESTED,
         promises: bool = False,
         predictor: str = PREDICTOR,
-        guard_big: bool = True,
+        guard_big: bool = False,
     ) -> None:
         if order not in ORDERS:
             raise ValueError(f"tide order {order!r}: choose one of {', '.join(ORDERS)}")
