@@ -42,7 +42,8 @@ def _traffic(stats: list[tuple[str, dict[str, Any]]]) -> Iterator[Any]:
     )
     retries = CounterMetricFamily("tide_service_retries", "Requests retried on another replica",
                                   labels=["service"])  # fmt: skip
-    inflight = GaugeMetricFamily("tide_service_inflight", "Requests in flight", labels=["service"])
+    inflight = GaugeMetricFamily("tide_service_inflight", "Requests in flight at replicas",
+                                 labels=["service"])  # fmt: skip
     buffered = GaugeMetricFamily("tide_service_buffered", "Requests waiting for a ready replica",
                                  labels=["service"])  # fmt: skip
     ttfb = HistogramMetricFamily("tide_service_first_byte_seconds",
@@ -56,7 +57,7 @@ def _traffic(stats: list[tuple[str, dict[str, Any]]]) -> Iterator[Any]:
             req.add_metric([name, code], n)
         err.add_metric([name], s["errors"])
         retries.add_metric([name], s["retries"])
-        inflight.add_metric([name], s["inflight"])
+        inflight.add_metric([name], s["inflight"] - s["buffered"])  # the router counts both
         buffered.add_metric([name], s["buffered"])
         ttfb.add_metric([name], _buckets(s["ttfb"]), s["ttfb"]["sum"])
         total.add_metric([name], _buckets(s["latency"]), s["latency"]["sum"])
