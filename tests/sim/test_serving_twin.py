@@ -256,6 +256,18 @@ def test_twin_and_live_controller_decide_alike_from_the_same_measurements():
         desired = d_twin.desired
 
 
+def test_the_period_starts_with_the_services_running():
+    """A week compares steady operation: the first replicas are loaded at t=0
+    (they were running before), so the first requests are served, not failed
+    after the router's buffer while a model loads (that cold start used to fail
+    the same few requests in every pattern)."""
+    out = ServingEngine.for_setup(setup(step_scenario(), "split")).run_serving([])
+    run = out.services[0]
+    first = run.sim.ttft[:4]  # requests at 0, 10, 20 and 30 s
+    assert not run.sim.failed[:4].any() and np.all(first < 1.0), first
+    assert all(a == pytest.approx(30.0) for a in run.ready_after)  # scale-ups only
+
+
 def test_buffered_requests_are_not_counted_in_flight_twice():
     """The live router counts a request waiting for a replica as in flight too;
     the observation takes it out (the autoscaler adds the buffered ones), as

@@ -171,7 +171,11 @@ class ServingEngine(Engine):
             rep = run.replicas[s.job_id]
             rep.state, rep.started = "Starting", now
             rep.token = self.active[s.job_id].token
-            self._push(now + run.svc.spec.startup, READY, s.job_id)
+            # the services were running before the period: the first replicas, started
+            # at t=0, are already loaded (a cold start would fail the first requests
+            # in every pattern alike and compare nothing)
+            warm = now == 0.0 and rep.decided == 0.0
+            self._push(now if warm else now + run.svc.spec.startup, READY, s.job_id)
 
     def _end(self, t: float, job_id: int) -> bool:
         act = self.active.get(job_id)
@@ -208,7 +212,8 @@ class ServingEngine(Engine):
         if rep.state != "Starting" or rep.token != act.token:
             return False
         rep.state, rep.ready = "Ready", t
-        run.ready_after.append(t - rep.decided)
+        if t > 0.0:  # a warm start answers no scale decision
+            run.ready_after.append(t - rep.decided)
         run.sim.add_ready(jid, t)
         return False
 
