@@ -35,6 +35,17 @@ def status(c: Any, name: str) -> dict[str, Any]:
     return r.json()
 
 
+def explained(c: Any, what: str, cond: Any, timeout: float) -> Any:
+    """wait_for, and on a timeout the service's replicas and events and the jobs'
+    states in the message (what kept it, on a loaded CI machine)."""
+    try:
+        return wait_for(what, cond, timeout)
+    except AssertionError as e:
+        jobs = c.get("/v1/jobs", params={"all": "true", "format": "columns"}).text
+        svc = c.get("/v1/services/rayweb").text
+        raise AssertionError(f"{e}\nservice: {svc}\njobs: {jobs}") from None
+
+
 def test_service_on_ray_scales_with_traffic_and_survives_a_dead_replica(
     rc: raycluster.RayTestCluster, tmp_path: Path
 ) -> None:
@@ -61,7 +72,7 @@ def test_service_on_ray_scales_with_traffic_and_survives_a_dead_replica(
             r = c.post("/v1/services", json={"service": doc, "cwd": str(work)})
             assert r.status_code == 201, r.text
             url = r.json()["url"]
-            s = wait_for("a ready replica on a Ray node",
+            s = explained(c, "a ready replica on a Ray node",
                          lambda: (x := status(c, "rayweb"))["ready"] == 1 and x, 120)  # fmt: skip
             (rep,) = [x for x in s["replicas"] if x["state"] == "Ready"]
             job = c.get(f"/v1/jobs/{rep['job_id']}").json()["jobs"][0]
@@ -70,30 +81,27 @@ def test_service_on_ray_scales_with_traffic_and_survives_a_dead_replica(
             try:
                 time.sleep(2)
                 load.active = 4
-                wait_for("3 ready replicas", lambda: status(c, "rayweb")["ready"] >= 3, 120)
+                explained(c, "3 ready replicas", lambda: status(c, "rayweb")["ready"] >= 3, 120)
                 pid = __import__("httpx").get(url + "/work", timeout=30).json()["pid"]
                 os.kill(pid, signal.SIGKILL)
                 time.sleep(2)
                 # a rolling restart under traffic: new replicas first, old ones drain
                 assert c.post("/v1/services/rayweb/rollout",
                               json={"restart": True}).status_code == 200  # fmt: skip
-                wait_for("the rollout done",
+                explained(c, "the rollout done",
                          lambda: c.get("/v1/services/rayweb/rollout").json()["done"],
                          180)  # fmt: skip
                 gens = {x["generation"] for x in status(c, "rayweb")["replicas"]
                         if x["state"] not in ("Stopped", "Failed")}  # fmt: skip
                 assert gens == {2}, gens
                 load.active = 1
-                wait_for("back to 1", lambda: status(c, "rayweb")["desired"] == 1, 90)
-                wait_for("drained", lambda: status(c, "rayweb")["ready"] == 1, 90)
+                explained(c, "back to 1", lambda: status(c, "rayweb")["desired"] == 1, 90)
+                explained(c, "drained", lambda: status(c, "rayweb")["ready"] == 1, 90)
             finally:
                 load.stop()
             assert load.failures() == [], load.failures()[:5]
             c.delete("/v1/services/rayweb")
-            try:
-                wait_for("deleted", lambda: c.get("/v1/services/rayweb").status_code == 404, 90)
-            except AssertionError as e:  # say which replica kept it (CI, loaded machine)
-                raise AssertionError(f"{e}: {c.get('/v1/services/rayweb').text}") from None
+            explained(c, "deleted", lambda: c.get("/v1/services/rayweb").status_code == 404, 90)
     finally:
         srv.stop()
         kill_routers(tmp_path / "data")
