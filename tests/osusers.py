@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,14 +43,29 @@ def shared_dir(prefix: str) -> Path:
     return d
 
 
+def _admin(cmd: list[str], check: bool = True, uid: int = -1) -> None:
+    """useradd & co. refuse while another one holds /etc/passwd's lock (tests run
+    in parallel), and userdel while the user still runs a process (a SIGKILL
+    takes a moment): try again for a while, killing `uid`'s processes first."""
+    for _ in range(100):
+        _kill_processes_of(uid)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        text = (done.stderr + done.stdout).lower()
+        if done.returncode == 0 or ("lock" not in text and "currently used" not in text):
+            break
+        time.sleep(0.2)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {done.stderr.strip()}")
+
+
 @contextlib.contextmanager
 def os_group() -> Iterator[str]:
     name = f"tg{uuid.uuid4().hex[:10]}"
-    subprocess.run(["groupadd", name], check=True, capture_output=True)
+    _admin(["groupadd", name])
     try:
         yield name
     finally:
-        subprocess.run(["groupdel", name], check=False, capture_output=True)
+        _admin(["groupdel", name], check=False)
 
 
 @contextlib.contextmanager
@@ -61,14 +77,14 @@ def os_user(groups: tuple[str, ...] = ()) -> Iterator[identity.Identity]:
     cmd = ["useradd", "-m", "-d", str(home), "-s", "/bin/sh", "-U", name]
     if groups:
         cmd += ["-G", ",".join(groups)]
-    subprocess.run(cmd, check=True, capture_output=True)
+    _admin(cmd)
     try:
         ident = identity.lookup(name)
         _check_interpreter(ident)
         yield ident
     finally:
-        _kill_processes_of(identity.lookup(name).uid if _exists(name) else -1)
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+        uid = identity.lookup(name).uid if _exists(name) else -1
+        _admin(["userdel", name], check=False, uid=uid)
         shutil.rmtree(home.parent, ignore_errors=True)
 
 
