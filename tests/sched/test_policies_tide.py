@@ -192,6 +192,33 @@ def test_the_first_blocked_job_keeps_its_reservation() -> None:
     assert d.pending[1].planned_start == 50000
 
 
+def _cap_scene() -> Snapshot:
+    # account a may use 16 GPUs and runs 8; its large job (16 GPUs, half of the
+    # 32-GPU cluster) waits for the cap, its small job (8) would fit under it
+    from tide.model import Account, AccountTree, Limits
+
+    c = flat_cluster(4)
+    r = running(job(9, gpus_per_node=8, time=5000, account="a"), c,
+                {"n001": tuple(range(8))}, 0, cores=0)  # fmt: skip
+    pend = [job(1, nodes=2, gpus_per_node=8, time=3600, submit=0, account="a"),
+            job(2, gpus_per_node=8, time=600, submit=1, account="a"),
+            job(3, gpus_per_node=8, time=600, submit=2, account="b")]  # fmt: skip
+    snap = snapshot(c, pend, now=10, running_jobs=[r], backfill=BackfillMode.EASY,
+                    order=QueueOrder.FCFS)  # fmt: skip
+    capped = Account("a", limits=Limits(grp_tres={"gres/gpu": 16}))
+    snap.accounts = AccountTree(accounts={"a": capped, "b": Account("b")})
+    return snap
+
+
+def test_a_large_job_keeps_its_accounts_cap() -> None:
+    d = _decide(_cap_scene())
+    assert d.pending[1].reason is Reason.ASSOC_GRP_GRES
+    # the account's small job would take what the large one waits for: it waits;
+    # another account's job is not held back
+    assert [s.job_id for s in d.starts] == [3]
+    assert {s.job_id for s in _decide(_cap_scene(), "slurm").starts} == {2, 3}
+
+
 # -- site rules keep the real limits ---------------------------------------------------
 
 
