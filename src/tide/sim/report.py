@@ -419,8 +419,9 @@ def _occupancy_matrix(
         by_start = started[np.argsort(tab.start[started], kind="stable")]
         by_end = started[np.argsort(end[started], kind="stable")]
         row_of = np.array([row.get(n, -1) for n in p.names], dtype=np.int64)
+        gpus = np.ascontiguousarray(p.gpus)  # may be one value broadcast (count path)
         cells = _countsim.occupancy(
-            p.bounds, p.node, p.gpus, row_of, tab.start, end, by_start, by_end, n_rows,
+            p.bounds, p.node, gpus, row_of, tab.start, end, by_start, by_end, n_rows,
             edges, np.asarray(cap, dtype=np.int64),
         )  # fmt: skip
         return np.frombuffer(cells, dtype=np.float64).reshape(n_rows, -1).tolist()
