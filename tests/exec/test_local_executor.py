@@ -442,3 +442,13 @@ def test_time_limit_of_a_running_job_can_be_raised_and_lowered(runner: Runner) -
     assert rec is not None and "time limit of 1 s" in rec.message
     with pytest.raises(RuntimeError, match="not running"):
         runner.ex.set_time_limit(882, 10)
+
+
+def test_an_end_the_controller_could_not_store_is_reported_again(runner: Runner) -> None:
+    """collect_exits asks for it when storing the end failed (a busy database):
+    the end is not lost until a restart."""
+    runner.launch(881, "#!/bin/sh\nexit 3\n")
+    assert runner.wait(881, 120).exit_code == 3
+    assert runner.ex.poll() == []  # each end once...
+    runner.ex.report_again(881)
+    assert [(r.job_id, r.exit_code) for r in runner.ex.poll()] == [(881, 3)]  # ...unless asked

@@ -415,6 +415,11 @@ class LocalExecutor(Executor):
             rec.ended = max(end, self._alive_at.get(job_id, end))
         return rec
 
+    def report_again(self, job_id: int) -> None:
+        """The controller could not store this end: poll() reports it again."""
+        with self._lock:
+            self._reported.discard(job_id)
+
     def forget(self, job_id: int) -> None:
         """Drop an ended job's state once the controller has stored its exit."""
         with self._lock:

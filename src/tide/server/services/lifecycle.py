@@ -51,7 +51,12 @@ def collect_exits(ctl: Ctl) -> int:
         try:
             finish(ctl, r, record=record)
         except Exception:
-            log.exception("cannot record the end of job %s", r.job_id)
+            # not stored (a busy or lost database): the executor reports it again at
+            # the next poll, else the job would stay live until a restart
+            log.exception("cannot record the end of job %s; trying again", r.job_id)
+            again = getattr(ex, "report_again", None)
+            if again is not None:
+                again(r.job_id)
             continue
         if hasattr(ex, "forget"):
             try:
