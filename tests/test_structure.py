@@ -164,11 +164,8 @@ SQL_OUTSIDE_STORE = {
     "tide.server.controller",
     "tide.server.services.admin",
     "tide.server.services.jobs",
-    "tide.server.services.lifecycle",
-    "tide.server.services.nodes",
     "tide.server.services.preemption",
     "tide.server.snapshot",
-    "tide.server.writer",
 }
 
 

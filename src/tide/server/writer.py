@@ -16,9 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from tide.store import jobs as jobrepo
+from tide.store.db import SessionFactory
 
 log = logging.getLogger("tide.server")
 
@@ -27,7 +26,7 @@ MAX_BATCH = 2000  # jobs per transaction
 
 class SubmitWriter:
     def __init__(
-        self, sessions: sessionmaker[Session], on_commit: Callable[[int], None] | None = None
+        self, sessions: SessionFactory, on_commit: Callable[[int], None] | None = None
     ) -> None:
         self._sessions = sessions
         self._queue: queue.Queue[tuple[list[dict[str, Any]], Future[None]] | None] = queue.Queue()

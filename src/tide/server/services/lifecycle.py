@@ -16,8 +16,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.exec.base import ExitReport
 from tide.sched import requeue
 from tide.sched.usage import bills_memory, job_charge
@@ -78,9 +76,9 @@ def probe_phases(ctl: Ctl) -> None:
     def steps(job_id: int) -> list[dict[str, Any]]:
         return ex.steps(job_id) if hasattr(ex, "steps") else read_steps(ex.job_dir(job_id))
 
-    stmt = select(JobRow.id).where(JobRow.state == "RUNNING", JobRow.tasks_running_time.is_(None))
     with ctl.sessions() as s:
-        ids = [r[0] for r in s.execute(stmt)]
+        ids = [jid for jid, t in jobrepo.live_columns(s, ["RUNNING"], "tasks_running_time")
+               if t is None]  # fmt: skip
     found = {}
     for job_id in ids:
         times = [st["running"] for st in steps(job_id) if st.get("running")]
@@ -291,13 +289,11 @@ def running_charges(ctl: Ctl, since: float, now: float) -> list[tuple[str, float
     """(assoc key, usage) of live jobs in [since, now): the core's charge rule
     (tide.sched.usage.job_charge) on what each job holds."""
     mem_too = bills_memory(ctl.config)
-    stmt = select(JobRow.user, JobRow.account, JobRow.qos, JobRow.gpus_alloc, JobRow.cpus_alloc,
-                  JobRow.start_time, JobRow.allocation)  # fmt: skip
-    stmt = stmt.where(JobRow.state.in_(LIVE))
     with ctl.sessions() as s:
-        rows = list(s.execute(stmt))
+        rows = jobrepo.live_columns(s, LIVE, "user", "account", "qos", "gpus_alloc", "cpus_alloc",
+                                    "start_time", "allocation")  # fmt: skip
     out = []
-    for user, account, qos, gpus, cpus, start, alloc in rows:
+    for _, user, account, qos, gpus, cpus, start, alloc in rows:
         seconds = now - max(start or now, since)
         mem = _mem(alloc) if mem_too else 0
         amount = job_charge(cpus or 0, gpus or 0, mem, seconds, qos, ctl.config, ctl.tree)
@@ -345,9 +341,9 @@ def reconcile(ctl: Ctl) -> None:
     alive = ctl.executor.running()
     collect_exits(ctl)
     now = time.time()
-    cols = (JobRow.id, JobRow.state, JobRow.start_time, JobRow.time_limit, JobRow.suspended_seconds)
     with ctl.sessions() as s:
-        live = list(s.execute(select(*cols).where(JobRow.state.in_(LIVE))))
+        live = jobrepo.live_columns(s, LIVE, "state", "start_time", "time_limit",
+                                    "suspended_seconds")  # fmt: skip
     watch = getattr(ctl.executor, "watch_limit", None)
     for job_id, state, start, limit, suspended in live:
         if job_id in alive:

@@ -13,8 +13,6 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.hostlist import HostlistError, expand
 from tide.model import Cluster
 from tide.server.auth import Principal
@@ -22,8 +20,8 @@ from tide.server.errors import bad_request, not_found
 from tide.server.ports import Ctl
 from tide.server.services.lifecycle import LIVE
 from tide.store import codec
+from tide.store import jobs as jobrepo
 from tide.store import nodes as noderepo
-from tide.store.models import JobRow
 
 log = logging.getLogger("tide.server")
 
@@ -33,9 +31,8 @@ def _usage(ctl: Ctl) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"gpus": 0, "cores": 0, "mem": 0, "jobs": []}
     )
-    stmt = select(JobRow.id, JobRow.allocation).where(JobRow.state.in_(LIVE))
     with ctl.sessions() as s:
-        rows = list(s.execute(stmt))
+        rows = jobrepo.live_columns(s, LIVE, "allocation")
     for job_id, text in rows:
         alloc = codec.alloc_from_json(text)
         if alloc is None:
@@ -206,14 +203,13 @@ def _fail_jobs_on(ctl: Ctl, names: set[str], reason: str, actor: str) -> None:
     job is torn down (tide.exec.supervisor.fail_node), and the job ends
     NODE_FAIL or, requeueable, waits again (tide.server.services.lifecycle)."""
     from tide.server.services.lifecycle import NODE_FAIL
-    from tide.store import jobs as jobrepo
 
     index = {i: n.name for i, n in enumerate(ctl.cluster.nodes) if n.name in names}
     now = time.time()
     doomed: list[tuple[int, str]] = []
     with ctl.sessions.begin() as s:
-        cols = (JobRow.id, JobRow.state, JobRow.allocation, JobRow.cancel_requested)
-        for job_id, st, text, asked in list(s.execute(select(*cols).where(JobRow.state.in_(LIVE)))):
+        rows = jobrepo.live_columns(s, LIVE, "state", "allocation", "cancel_requested")
+        for job_id, st, text, asked in rows:
             alloc = codec.alloc_from_json(text)
             lost = [index[i] for i in alloc.node_indices if i in index] if alloc else []
             if not lost:
