@@ -37,6 +37,7 @@ from tide.store.models import JobRow
 
 FULL_EVERY = 300.0  # seconds between full re-reads of the active jobs
 CHUNK = 5000  # ids per IN (...) query
+VIEW_WAIT = 2.0  # seconds a view waits for a refresh under way (read your own writes)
 
 _COLS = (
     JobRow.id,
@@ -120,10 +121,12 @@ class ActiveJobs:
         self, session: Session, now: float, full: bool = False, wait: bool = True
     ) -> dict[int, Entry]:
         """Bring the mirror up to date; returns the live entries (a copy).
-        One refresh at a time, so an older read never overwrites a newer one;
-        with wait=False (views), a refresh already under way is not waited for
-        and the entries as they are now are returned."""
-        if not self._refresh_lock.acquire(blocking=wait):
+        One refresh at a time, so an older read never overwrites a newer one.
+        With wait=False (views) a refresh under way is waited for at most
+        VIEW_WAIT seconds, then this one reads what changed since (so a user
+        sees the job they just submitted); after that the entries as they are
+        now are returned, so no view hangs behind a very long full read."""
+        if not self._refresh_lock.acquire(timeout=-1 if wait else VIEW_WAIT):
             with self._lock:
                 return dict(self._entries)
         try:
