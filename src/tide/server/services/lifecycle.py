@@ -101,19 +101,36 @@ def finish(
         now = min(now, float(record.ended))
     message = record.message if record is not None else ""
     pol = recovery.policy(ctl.config)
-    with ctl.sessions.begin() as s:
-        row = jobrepo.get(s, report.job_id)
-        if row is None or row.state not in LIVE:
-            return None
-        now = max(now, row.start_time or now)  # a reported end is never before the start
-        ending = recovery.classify(report, row.cancel_requested, message, pol)
-        state = requeue_or_end(ctl, s, row, ending, now, tasks_running=_tasks_running(row, record))
+    for _ in range(10):
+        try:
+            with ctl.sessions.begin() as s:
+                row = jobrepo.get(s, report.job_id)
+                if row is None or row.state not in LIVE:
+                    return None
+                end = max(now, row.start_time or now)  # never before the start
+                ending = recovery.classify(report, row.cancel_requested, message, pol)
+                running = _tasks_running(row, record)
+                state = requeue_or_end(ctl, s, row, ending, end, tasks_running=running)
+                if not state:
+                    raise _Changed  # and the attempt's record rolls back with it
+            break
+        except _Changed:
+            # the row changed between reading and writing it (a cancel made RUNNING
+            # COMPLETING): read it again, else the end is lost and the job stays
+            # COMPLETING for good
+            continue
+    else:
+        raise RuntimeError(f"job {report.job_id} kept changing while its end was stored")
     if ctl.loop is not None:
         log_ = getattr(ctl.loop, "pass_log", None)
         if log_ is not None:  # when the controller took the end in (tide sim export)
             log_.released(time.time(), report.job_id)
         ctl.loop.wake()
     return state
+
+
+class _Changed(Exception):
+    """A guarded update found the job's row changed since it was read."""
 
 
 def requeue_or_end(
@@ -152,7 +169,6 @@ def requeue_or_end(
         last_checkpoint_step=row.last_checkpoint_step,
         last_checkpoint_time=row.last_checkpoint,
     )
-    _charge_tail(ctl, row, now)
     totals = {
         "gpu_seconds": row.gpu_seconds + gpu_seconds,
         "lost_gpu_seconds": (row.lost_gpu_seconds or 0.0)
@@ -160,9 +176,10 @@ def requeue_or_end(
         "fail_cause": ending.cause[:1000] if ending.state != "COMPLETED" else row.fail_cause,
     }
     if verdict.again:
-        _back_to_queue(session, row, ending, now, verdict.delay, totals)
+        if not _back_to_queue(session, row, ending, now, verdict.delay, totals):
+            return ""  # the row changed since it was read: nothing applies
+        _charge_tail(ctl, row, now)
         return "PENDING"
-    _ran(ctl, row, ending, now)
     why = ending.cause or f"exit {ending.exit_code}:{ending.signal}"
     if verdict.capped:
         why += f" (not requeued: {row.restarts} restarts reached MaxBatchRequeue)"
@@ -174,9 +191,12 @@ def requeue_or_end(
         "reason": _reason(ending),
         "tasks_running_time": tasks_running if tasks_running else row.tasks_running_time,
     }
-    jobrepo.transition(
+    if not jobrepo.transition(
         session, row.id, [row.state], ending.state, now, values, reason=why, actor=ending.actor
-    )
+    ):
+        return ""  # the row changed since it was read: nothing applies
+    _charge_tail(ctl, row, now)
+    _ran(ctl, row, ending, now)
     return ending.state
 
 
@@ -187,14 +207,14 @@ def _back_to_queue(
     now: float,
     delay: float,
     totals: dict[str, Any],
-) -> None:
+) -> bool:
     values = {**_requeue_values(row, 0.0), **totals}
     values["eligible_time"] = row.eligible_time  # the priority age is kept
     if delay > 0:
         req = codec.request_from_json(row.request)
         begin = max(req.begin or 0.0, now + delay)
         values["request"] = codec.request_json(replace(req, begin=begin))
-    jobrepo.transition(
+    if not jobrepo.transition(
         session,
         row.id,
         [row.state],
@@ -203,8 +223,10 @@ def _back_to_queue(
         values,
         reason=f"{recovery.describe(row, values)} after {delay:g} s: {ending.cause}",
         actor=ending.actor,
-    )
+    ):
+        return False
     jobrepo.add_event(session, row.id, now, row.state, "REQUEUED", ending.cause, "controller")
+    return True
 
 
 def _tasks_running(row: JobRow, record: Any) -> float | None:
