@@ -299,18 +299,11 @@ class Plan:
         self, ready: np.ndarray, duration: float, skip: str | None = None
     ) -> np.ndarray:
         """Push each node's ready time past the whole-node holds its window
-        would overlap (a fixed point: one push can land in the next hold)."""
+        would overlap: the first time >= ready outside every (hold start -
+        duration, hold end) of the node."""
         hn, hs, he, _, _, _, hw, tags = self.holds.arrays()
         sel = hw if not skip else hw & (tags != skip)
-        nodes, starts, ends = hn[sel], hs[sel] - duration, he[sel]
-        e = ready.copy()
-        for _ in range(len(nodes) + 1):
-            cur = e[nodes]
-            hit = (starts < cur) & (cur < ends)
-            if not hit.any():
-                break
-            np.maximum.at(e, nodes[hit], ends[hit])
-        return e
+        return past_holds(ready, hn[sel], hs[sel] - duration, he[sel])
 
     def reservation_candidates(
         self, shape: Shape, eligible: np.ndarray, skip: str | None, horizon: float, res: int
@@ -403,6 +396,48 @@ MAX_CANDIDATES = 64  # start times tested per job before it goes without a hold
 
 
 WILL_RUN_WINDOW = 30.0  # seconds: the first batch window of Slurm's will-run test
+
+
+def past_holds(
+    ready: np.ndarray, nodes: np.ndarray, lo: np.ndarray, hi: np.ndarray, pushes: int = 3
+) -> np.ndarray:
+    """Per node, the first time >= ready[node] inside none of the node's open
+    intervals (lo, hi), in O(H log H) for H intervals.
+
+    A sweep over a node's intervals by lo: while lo < x, x = max(x, hi), so
+    after k intervals x = max(ready, the largest hi among the first k); it
+    stops at the first interval with lo >= that. The prefix maxima within
+    each node come from one cumulative max over ranks lifted per node.
+    A few plain pushes first (each to the largest hi of the intervals
+    holding x, never past the answer) settle short chains for less."""
+    out = ready.copy()
+    for _ in range(pushes):  # short chains (most): a few pushes settle them cheaply
+        at = out[nodes]
+        hit = (lo < at) & (at < hi)
+        if not hit.any():
+            return out
+        np.maximum.at(out, nodes[hit], hi[hit])  # still at or before the answer
+    ready, h = out.copy(), len(nodes)
+    if not h:
+        return out
+    order = np.lexsort((lo, nodes))
+    nodes, lo, hi = nodes[order], lo[order], hi[order]
+    starts_node = np.diff(nodes, prepend=-1) != 0
+    first = np.flatnonzero(starts_node)  # each node's first interval
+    group = np.cumsum(starts_node) - 1
+    by_hi = np.argsort(hi, kind="stable")
+    rank = np.empty(h, dtype=np.int64)
+    rank[by_hi] = np.arange(h)
+    upto = hi[by_hi[np.maximum.accumulate(group * h + rank) - group * h]]  # max hi so far
+    before = np.concatenate(([-INF], upto[:-1]))
+    before[first] = -INF
+    x = np.maximum(ready[nodes], before)  # where the sweep is on reaching each interval
+    stop = np.where(lo >= x, np.arange(h), h)
+    at = np.minimum.reduceat(stop, first)
+    last = np.append(first[1:], h) - 1
+    done = np.maximum(ready[nodes[first]], upto[last])  # the sweep passed every interval
+    out[nodes[first]] = np.where(at < h, x[np.minimum(at, h - 1)], done)
+    return out
 
 
 def _to_batches(times: np.ndarray, ends: np.ndarray, now: float) -> np.ndarray:
