@@ -92,6 +92,9 @@ class NodeAgent:
         self.local = _NodeLocal(Path(self.state_dir), node, launcher, **local)
         self.tasks: dict[str, _Task] = {}
         self.cond = threading.Condition()
+        # ends sent until the controller acknowledges them (see poll)
+        self.unacked: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
+        self.unacked_lock = threading.Lock()
         self.watchdog = subprocess.Popen(
             [sys.executable, "-m", "tide.exec.ray.watchdog", self.state_dir],
             stdin=subprocess.PIPE,
@@ -125,24 +128,27 @@ class NodeAgent:
     def cancel(self, job_id: int, grace: float) -> None:
         self.local.cancel(job_id, grace)
 
-    def poll(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-        """Ended jobs: (ExitReport fields, ExitRecord JSON)."""
-        out = []
-        for r in self.local.poll():
-            rec = self.local.exit_record(r.job_id)
-            out.append(
-                (
-                    {
-                        "job_id": r.job_id,
-                        "exit_code": r.exit_code,
-                        "signal": r.signal,
-                        "reason": r.reason,
-                        "node": r.node,
-                    },
-                    rec.to_json() if rec is not None else None,
-                )
-            )
-        return out
+    def poll(
+        self, ack: list[int] | None = None
+    ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Ended jobs not yet acknowledged: (ExitReport fields, ExitRecord JSON).
+        An end is sent again on every poll until the controller lists its job in
+        `ack`: a reply lost to the controller's timed-out get (a loaded machine)
+        must not lose the end (the job would stay COMPLETING forever)."""
+        with self.unacked_lock:
+            for job_id in ack or ():
+                self.unacked.pop(job_id, None)
+            for r in self.local.poll():
+                rec = self.local.exit_record(r.job_id)
+                fields = {
+                    "job_id": r.job_id,
+                    "exit_code": r.exit_code,
+                    "signal": r.signal,
+                    "reason": r.reason,
+                    "node": r.node,
+                }
+                self.unacked[r.job_id] = (fields, rec.to_json() if rec is not None else None)
+            return list(self.unacked.values())
 
     def running(self) -> list[int]:
         return sorted(self.local.running())

@@ -128,6 +128,7 @@ class RayExecutor(Executor):
         self._failed: dict[int, str] = {}  # job -> the dead node that ended it
         self._records: dict[int, jobdir.ExitRecord] = {}
         self._held: dict[int, tuple[ExitReport, dict[str, Any] | None, str, float]] = {}
+        self._acks: dict[str, list[int]] = {}  # per node: ends taken in, to acknowledge
         self._refresh()
         self._adopt()
 
@@ -271,6 +272,8 @@ class RayExecutor(Executor):
         for name, ended in self._ask_agents():
             for fields, rec in ended:
                 report = ExitReport(**fields)
+                with self._lock:  # taken in: the next poll of that node acknowledges it
+                    self._acks.setdefault(name, []).append(report.job_id)
                 with self._lock:  # ended while no controller watched: forget() finds it
                     self._jobs.setdefault(report.job_id, [name])
                 lost = self._lost_node(report)
@@ -294,9 +297,13 @@ class RayExecutor(Executor):
                 names, self._swept = set(self._alive), now
         refs = []
         for name in sorted(names):
+            with self._lock:
+                ack = self._acks.pop(name, [])
             try:
-                refs.append((name, self.agent(name).poll.remote()))
+                refs.append((name, self.agent(name).poll.remote(ack)))
             except Exception:
+                with self._lock:  # not sent: acknowledged with the next question
+                    self._acks.setdefault(name, []).extend(ack)
                 continue
         out = []
         for name, ref in refs:
