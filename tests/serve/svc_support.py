@@ -6,7 +6,10 @@ import json
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPLICA = HERE / "replica_app.py"
@@ -33,3 +36,23 @@ def delete_all(srv: object, timeout: float = 60.0) -> None:
             time.sleep(0.2)
         for j in c.get("/v1/jobs", params={"state": "PENDING,RUNNING"}).json()["jobs"]:
             c.post(f"/v1/jobs/{j['job_id']}/cancel")
+
+
+@contextmanager
+def pooled_server(d: Path, cluster_yaml: str) -> Iterator[Any]:
+    """A server on tests/serve/data/`cluster_yaml` with a work dir (srv.work); its
+    services and their routers are gone afterwards."""
+    from serverproc import ServerProc
+
+    cluster = str(HERE / "data" / cluster_yaml)
+    srv = ServerProc(d / "data", ["--cluster", cluster, "--kill-wait", "2"]).start()
+    srv.work = d / "work"  # type: ignore[attr-defined]
+    srv.work.mkdir()  # type: ignore[attr-defined]
+    try:
+        yield srv
+    finally:
+        try:
+            delete_all(srv)
+        finally:
+            srv.stop()
+            kill_routers(d / "data")

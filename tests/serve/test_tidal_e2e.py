@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from loadgen import Load
-from serverproc import ServerProc, job, submit, wait_for, wait_state
-from svc_support import REPLICA, delete_all, kill_routers
+from serverproc import job, submit, wait_for, wait_state
+from svc_support import REPLICA, pooled_server
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
@@ -26,18 +26,8 @@ OBJECTIVE = 40.0  # tests/serve/data/tidal.yaml: reclaim_objective
 @pytest.fixture(scope="module")
 def tidal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     d = tmp_path_factory.mktemp("tidal")
-    srv = ServerProc(d / "data", ["--cluster", str(HERE / "data" / "tidal.yaml"),
-                                  "--kill-wait", "2"]).start()  # fmt: skip
-    srv.work = d / "work"  # type: ignore[attr-defined]
-    srv.work.mkdir()  # type: ignore[attr-defined]
-    try:
+    with pooled_server(d, "tidal.yaml") as srv:
         yield srv
-    finally:
-        try:
-            delete_all(srv)
-        finally:
-            srv.stop()
-            kill_routers(d / "data")
 
 
 TRAIN = f"""#!/bin/bash

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from loadgen import Load
-from serverproc import ServerProc, job, submit, wait_for, wait_state
-from svc_support import REPLICA, delete_all, kill_routers
+from serverproc import job, submit, wait_for, wait_state
+from svc_support import REPLICA, pooled_server
 from test_tidal_e2e import FILLER, TRAIN
 
 pytestmark = pytest.mark.slow
@@ -28,18 +28,8 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture(scope="module")
 def noisy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     d = tmp_path_factory.mktemp("noise")
-    srv = ServerProc(d / "data", ["--cluster", str(HERE / "data" / "tidal_noise.yaml"),
-                                  "--kill-wait", "2"]).start()  # fmt: skip
-    srv.work = d / "work"  # type: ignore[attr-defined]
-    srv.work.mkdir()  # type: ignore[attr-defined]
-    try:
+    with pooled_server(d, "tidal_noise.yaml") as srv:
         yield srv
-    finally:
-        try:
-            delete_all(srv)
-        finally:
-            srv.stop()
-            kill_routers(d / "data")
 
 
 def test_noisy_load_reclaims_once_and_lends_again_only_after_a_quiet_window(noisy: Any) -> None:
