@@ -153,8 +153,7 @@ def set_state(ctl: Ctl, who: Principal, names: str, state: str, reason: str) -> 
             )
         for name in wanted:
             fail(name)
-            reason_n = (reason or "failed (tide node fail)") + _fence(ctl, name)
-            mark_down(ctl, [name], reason_n, who.user)
+            down_and_fence(ctl, name, reason or "failed (tide node fail)", who.user)
     else:
         if state == "IDLE" and hasattr(ctl.executor, "resume_node"):
             for name in wanted:  # a new agent first, or the watcher sees none and fails it
@@ -196,6 +195,16 @@ def mark_down(ctl: Ctl, names: list[str], reason: str, actor: str) -> None:
     _fail_jobs_on(ctl, set(names), reason, actor)
     if ctl.loop is not None:
         ctl.loop.wake()
+
+
+def down_and_fence(ctl: Ctl, name: str, reason: str, actor: str) -> None:
+    """A failed node: DOWN and its jobs marked lost first, then fenced. In this
+    order an end the fence causes (a killed supervisor) is read as NODE_FAIL, not
+    as the job's own failure (a loaded machine collected such ends in between)."""
+    mark_down(ctl, [name], reason, actor)
+    words = _fence(ctl, name)
+    if words:
+        _store_state(ctl, [name], "DOWN", reason + words, actor)
 
 
 def _fail_jobs_on(ctl: Ctl, names: set[str], reason: str, actor: str) -> None:
@@ -296,7 +305,7 @@ def watch(ctl: Ctl) -> None:
         h = health(n.name)
         if not h.alive:
             log.warning("node %s is not responding: %s", n.name, h.why)
-            mark_down(ctl, [n.name], f"not responding: {h.why}{_fence(ctl, n.name)}", "tide")
+            down_and_fence(ctl, n.name, f"not responding: {h.why}", "tide")
         elif h.failed_check is not None and admin != "DRAIN":
             log.warning("node %s failed its health check: %s", n.name, h.failed_check)
             _store_state(ctl, [n.name], "DRAIN", f"health check: {h.failed_check}", "tide")
