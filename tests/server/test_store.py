@@ -186,3 +186,89 @@ def test_migrations_match_the_models(store_url: tuple[str, str | None]) -> None:
     engine, _ = db.open_store(*store_url)
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+def test_the_controllers_reads_and_marks(store_url: tuple[str, str | None]) -> None:
+    """The queries the server used to write itself (issue 13: SQLAlchemy stays in
+    tide.store), each against a real store."""
+    _, Session = db.open_store(*store_url)
+    with Session.begin() as s:
+        jobrepo.insert_jobs(
+            s,
+            [
+                _job(1, "RUNNING", last_checkpoint=150.0),
+                _job(2, "PENDING", reason="Priority", preempt_phase="parked", preempted_by=1),
+                _job(3, "COMPLETED", account="bio"),
+                _job(4, "SUSPENDED", suspended_seconds=7.0, preempt_phase="suspended"),
+                _job(5, "PENDING", array_job_id=5, array_task_id=0),
+                _job(6, "PENDING", array_job_id=5, array_task_id=1),
+            ],
+        )
+        accounting.open_attempt(s, job_id=1, attempt=0, user="alice", account="physics",
+                                start_time=120.0, gpus=2, gpu_type="a100")  # fmt: skip
+        accounting.open_attempt(s, job_id=1, attempt=1, user="alice", account="physics",
+                                start_time=140.0, gpus=2, gpu_type="a100")  # fmt: skip
+        accounts.put_user(s, "zoe", "Administrator")
+        accounts.put_user(s, "bob")
+    with Session() as s:
+        cols = ("id", "rev", "state")
+        assert sorted(tuple(r) for r in jobrepo.scan_active(s, cols)) == [
+            (1, 0, "RUNNING"), (2, 0, "PENDING"), (4, 0, "SUSPENDED"), (5, 0, "PENDING"),
+            (6, 0, "PENDING"),
+        ]  # fmt: skip
+        assert sorted(tuple(r) for r in jobrepo.scan_by_id(s, [3, 4, 99], cols)) == [
+            (3, 0, "COMPLETED"), (4, 0, "SUSPENDED"),
+        ]  # fmt: skip
+        assert jobrepo.scan_by_id(s, [], cols) == []
+        texts = jobrepo.requests_by_id(s, [1, 3])
+        assert set(texts) == {1, 3} and codec.request_from_json(texts[3]).name == "j"
+        assert jobrepo.requests_by_id(s, []) == {}
+        assert jobrepo.request_text(s, 1) == texts[1] and jobrepo.request_text(s, 99) is None
+        assert sorted(r[:3] for r in jobrepo.in_phases(s, ("parked", "suspended"))) == [
+            (2, "PENDING", "parked"), (4, "SUSPENDED", "suspended"),
+        ]  # fmt: skip
+        assert sorted(jobrepo.live_checkpoints(s)) == [(1, 150.0, 0.0), (4, None, 7.0)]
+        assert jobrepo.first_in_account(s, "bio", ("PENDING", "RUNNING")) is None
+        assert jobrepo.first_in_account(s, "bio", ("COMPLETED",)) == 3
+        assert [r.id for r in jobrepo.by_display_id(s, 5, None)] == [5, 6]
+        assert [r.id for r in jobrepo.by_display_id(s, 5, 1)] == [6]
+        assert [r.id for r in jobrepo.by_display_id(s, 3, None)] == [3]
+        assert jobrepo.by_display_id(s, 3, 0) == [] and jobrepo.by_display_id(s, 99, None) == []
+        assert accounting.last_attempt(s, 1).attempt == 1
+        assert accounting.last_attempt(s, 2) is None
+        assert [u.name for u in accounts.list_users(s)] == ["bob", "zoe"]
+        assert accounts.admin_levels(s) == {"bob": "None", "zoe": "Administrator"}
+    with Session.begin() as s:
+        assert jobrepo.set_pending_reason(s, 2, "Preempted")
+        assert not jobrepo.set_pending_reason(s, 2, "Preempted")  # already so: no write
+        assert not jobrepo.set_pending_reason(s, 1, "Preempted")  # not pending
+        jobrepo.set_values(s, 4, {"preempt_phase": "", "preempt_kill_at": None})
+    with Session() as s:
+        assert jobrepo.get(s, 2).reason == "Preempted" and jobrepo.get(s, 1).reason != "Preempted"
+        assert [r[0] for r in jobrepo.in_phases(s, ("parked", "suspended"))] == [2]
+
+
+def test_job_writes_reach_the_hook_on_commit_only(store_url: tuple[str, str | None]) -> None:
+    """on_job_writes: what the controller's in-memory queue hears of each commit."""
+    _, Session = db.open_store(*store_url)
+    heard: list[tuple[set[int], dict[int, dict[str, object]]]] = []
+    jobrepo.on_job_writes(Session, lambda ids, notes: heard.append((set(ids), dict(notes))))
+    with Session.begin() as s:
+        jobrepo.insert_jobs(s, [_job(1), _job(2)])
+    assert heard == [({1, 2}, {})]
+    with Session.begin() as s:
+        jobrepo.write_pending(s, [{"jid": 2, "reason": "Resources", "priority": 5.0,
+                                   "planned_start": None, "planned_nodes": ""}])  # fmt: skip
+    assert heard[-1] == (set(), {2: {"reason": "Resources", "priority": 5.0,
+                                     "planned_start": None, "planned_nodes": ""}})  # fmt: skip
+    try:
+        with Session.begin() as s:
+            jobrepo.transition(s, 1, ["PENDING"], "CANCELLED", 1.0)
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    with Session.begin() as s:  # the rolled-back write is forgotten, not heard later
+        jobrepo.get(s, 1)
+    assert len(heard) == 2
+    with Session() as s:
+        assert jobrepo.get(s, 1).state == "PENDING"

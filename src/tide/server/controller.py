@@ -15,9 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.orm import Session, sessionmaker
-
 from tide.exec import identity
 from tide.exec.base import Executor
 from tide.model import AccountTree, Cluster, Reservation
@@ -54,7 +51,7 @@ class Controller:
         self.executor: Executor | None = executor
         self._schedule_fn = schedule_fn
         self.engine: Any = None
-        self.sessions: sessionmaker[Session] = None  # type: ignore[assignment]
+        self.sessions: db.SessionFactory = None  # type: ignore[assignment]
         self.cluster: Cluster = Cluster()
         self.config = SchedulerConfig()
         self.quotas: QuotaTree | None = None  # Kueue-style quotas, from the cluster file
@@ -89,8 +86,7 @@ class Controller:
         keep_private(s.data_dir)
         self.secret = _secret_key(s.data_dir / "secret.key")
         self.engine, self.sessions = db.open_store(s.database(), schema=s.db_schema)
-        event.listen(self.sessions, "after_commit", self._after_commit)
-        event.listen(self.sessions, "after_rollback", self._after_rollback)
+        jobrepo.on_job_writes(self.sessions, self._jobs_written)
         src = self._source or cluster_source.load(s)
         self.cluster, self.config, self.origin = src.cluster, src.config, src.origin
         self.quotas = src.quotas
@@ -206,17 +202,12 @@ class Controller:
 
     # --- caches ----------------------------------------------------------------
 
-    def _after_commit(self, session: Session) -> None:
+    def _jobs_written(self, ids: set[int], notes: dict[int, dict[str, Any]]) -> None:
         """The store's one door (tide.store.jobs) tells the queue what changed."""
-        ids = session.info.pop("touched_jobs", None)
         if ids:
             self.active.touch(ids)
-        for job_id, values in session.info.pop("noted_jobs", {}).items():
+        for job_id, values in notes.items():
             self.active.note(job_id, values)
-
-    def _after_rollback(self, session: Session) -> None:
-        session.info.pop("touched_jobs", None)
-        session.info.pop("noted_jobs", None)
 
     def reload_tree(self) -> None:
         with self.sessions() as ses:

@@ -20,9 +20,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from tide.defaults import TIME_INFINITE
 from tide.model import Job, JobRequest, JobState
 from tide.sched.isolate import JobFault, describe
@@ -33,37 +30,36 @@ from tide.server.services import faults as jobfaults
 from tide.server.services import preemption
 from tide.store import codec
 from tide.store import jobs as jobrepo
-from tide.store.models import JobRow
 
 FULL_EVERY = 300.0  # seconds between full re-reads of the active jobs
 CHUNK = 5000  # ids per IN (...) query
 VIEW_WAIT = 2.0  # seconds a view waits for a refresh under way (read your own writes)
 
 _COLS = (
-    JobRow.id,
-    JobRow.rev,
-    JobRow.state,
-    JobRow.user,
-    JobRow.account,
-    JobRow.run_partition,
-    JobRow.qos,
-    JobRow.held,
-    JobRow.array_job_id,
-    JobRow.array_task_id,
-    JobRow.submit_time,
-    JobRow.eligible_time,
-    JobRow.restarts,
-    JobRow.priority_override,
-    JobRow.site_factor,
-    JobRow.switch_wait_start,
-    JobRow.start_time,
-    JobRow.time_limit,
-    JobRow.allocation,
-    JobRow.reason,
-    JobRow.priority,
-    JobRow.planned_start,
-    JobRow.planned_nodes,
-    JobRow.nodelist,
+    "id",
+    "rev",
+    "state",
+    "user",
+    "account",
+    "run_partition",
+    "qos",
+    "held",
+    "array_job_id",
+    "array_task_id",
+    "submit_time",
+    "eligible_time",
+    "restarts",
+    "priority_override",
+    "site_factor",
+    "switch_wait_start",
+    "start_time",
+    "time_limit",
+    "allocation",
+    "reason",
+    "priority",
+    "planned_start",
+    "planned_nodes",
+    "nodelist",
 )
 _NCOLS = len(_COLS)
 _STATES = {s.value: s for s in JobState}
@@ -118,7 +114,7 @@ class ActiveJobs:
             self._dirty |= ids
 
     def refresh(
-        self, session: Session, now: float, full: bool = False, wait: bool = True
+        self, session: Any, now: float, full: bool = False, wait: bool = True
     ) -> dict[int, Entry]:
         """Bring the mirror up to date; returns the live entries (a copy).
         One refresh at a time, so an older read never overwrites a newer one.
@@ -141,14 +137,13 @@ class ActiveJobs:
             for job_id, req in requests.items():
                 self._reqs[job_id] = (0, req)
 
-    def _refresh(self, session: Session, now: float, full: bool) -> dict[int, Entry]:
+    def _refresh(self, session: Any, now: float, full: bool) -> dict[int, Entry]:
         with self._lock:
             dirty, self._dirty = self._dirty, set()
         if full or now - self._full_at >= FULL_EVERY:
-            stmt = select(*_COLS, JobRow.request).where(JobRow.state.in_(jobrepo.ACTIVE))
             entries = {
                 r[0]: self._entry(session, r, now, str(r[-1]))
-                for r in session.connection().execute(stmt)
+                for r in jobrepo.scan_active(session, (*_COLS, "request"))
             }
             self._full_at = now
             self.full_reads += 1
@@ -163,13 +158,11 @@ class ActiveJobs:
             found: dict[int, Entry | None] = dict.fromkeys(ids)
             for i in range(0, len(ids), CHUNK):
                 chunk = ids[i : i + CHUNK]
-                rows = list(
-                    session.connection().execute(select(*_COLS).where(JobRow.id.in_(chunk)))
-                )
+                rows = jobrepo.scan_by_id(session, chunk, _COLS)
                 texts = self._missing_requests(session, rows)
                 for r in rows:
-                    active = r.state in jobrepo.ACTIVE
-                    found[r.id] = self._entry(session, r, now, texts.get(r.id)) if active else None
+                    active = r[2] in jobrepo.ACTIVE  # (id, rev, state, ...): _COLS
+                    found[r[0]] = self._entry(session, r, now, texts.get(r[0])) if active else None
             with self._lock:
                 self.version += 1
                 for job_id, entry in found.items():
@@ -181,16 +174,13 @@ class ActiveJobs:
         with self._lock:
             return dict(self._entries)
 
-    def _missing_requests(self, session: Session, rows: list[Any]) -> dict[int, str]:
+    def _missing_requests(self, session: Any, rows: list[Any]) -> dict[int, str]:
         """Request JSON of the rows whose (id, rev) is not cached, in one query."""
         with self._lock:
-            miss = [r.id for r in rows if self._reqs.get(r.id, (-1, None))[0] != r.rev]
-        if not miss:
-            return {}
-        stmt = select(JobRow.id, JobRow.request).where(JobRow.id.in_(miss))
-        return {job_id: text for job_id, text in session.connection().execute(stmt)}
+            miss = [r[0] for r in rows if self._reqs.get(r[0], (-1, None))[0] != r[1]]
+        return jobrepo.requests_by_id(session, miss)
 
-    def _entry(self, session: Session, r: Any, now: float, text: str | None = None) -> Entry:
+    def _entry(self, session: Any, r: Any, now: float, text: str | None = None) -> Entry:
         # one tuple unpack: attribute access on result rows costs more than the rest
         (job_id, rev, state, user, account, run_partition, qos, held, array_job_id,
          array_task_id, submit_time, eligible_time, restarts, priority_override, site_factor,
@@ -223,13 +213,13 @@ class ActiveJobs:
             running = Running(job, alloc, start, start + limit)
         return Entry(job, meta, running)
 
-    def _request(self, session: Session, job_id: int, rev: int, text: str | None) -> JobRequest:
+    def _request(self, session: Any, job_id: int, rev: int, text: str | None) -> JobRequest:
         with self._lock:
             hit = self._reqs.get(job_id)
         if hit is not None and hit[0] == rev:
             return hit[1]
         if text is None:
-            text = session.scalar(select(JobRow.request).where(JobRow.id == job_id))
+            text = jobrepo.request_text(session, job_id)
         try:
             req = codec.request_from_json(text or "{}")
             with self._lock:
@@ -329,7 +319,7 @@ def load(ctl: Ctl, active: ActiveJobs, now: float, backfill: bool, full: bool = 
     return Loaded(snap, {j: e.meta for j, e in entries.items()}, entries, faults)
 
 
-def _finished(s: Session, pending: list[Job]) -> dict[str, str]:
+def _finished(s: Any, pending: list[Job]) -> dict[str, str]:
     """Final states of the jobs that pending jobs depend on."""
     ids: set[str] = set()
     for j in pending:

@@ -54,6 +54,12 @@ def close_attempt(
     return gpu_seconds
 
 
+def last_attempt(session: Session, job_id: int) -> AttemptRow | None:
+    """The job's latest run attempt (None: it never started)."""
+    stmt = select(AttemptRow).where(AttemptRow.job_id == job_id)
+    return session.scalars(stmt.order_by(AttemptRow.attempt.desc()).limit(1)).first()
+
+
 def attempts(session: Session, job_ids: list[int]) -> list[AttemptRow]:
     stmt = (
         select(AttemptRow)

@@ -109,6 +109,17 @@ def get_user(session: Session, name: str) -> UserRow | None:
     return session.get(UserRow, name)
 
 
+def list_users(session: Session) -> list[UserRow]:
+    """Every user, by name."""
+    return list(session.scalars(select(UserRow).order_by(UserRow.name)))
+
+
+def admin_levels(session: Session) -> dict[str, str]:
+    """user -> AdminLevel (None, Operator, Administrator)."""
+    rows = session.execute(select(UserRow.name, UserRow.admin_level))
+    return {name: level for name, level in rows}
+
+
 def put_user(
     session: Session, name: str, admin_level: str | None = None, default_account: str | None = None
 ) -> UserRow:

@@ -13,12 +13,12 @@ from them, so no caller has to remember to.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, func, insert, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, and_, bindparam, event, func, insert, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
 
 from tide.store.models import JOBS, JobEventRow, JobRow
 
@@ -36,6 +36,27 @@ def noted(session: Session) -> dict[int, dict[str, Any]]:
     set_eligible): the controller's after_commit hook applies them to its
     in-memory queue as they are, without re-reading the rows."""
     return session.info.setdefault("noted_jobs", {})  # type: ignore[no-any-return]
+
+
+WriteHook = Callable[[set[int], dict[int, dict[str, Any]]], None]
+
+
+def on_job_writes(sessions: sessionmaker[Session], hook: WriteHook) -> None:
+    """Call `hook(touched, noted)` after each commit of a session from `sessions`
+    that wrote jobs (the controller's in-memory queue); a rollback forgets them."""
+
+    def committed(session: Session) -> None:
+        ids = session.info.pop("touched_jobs", None) or set()
+        notes = session.info.pop("noted_jobs", None) or {}
+        if ids or notes:
+            hook(ids, notes)
+
+    def rolled_back(session: Session) -> None:
+        session.info.pop("touched_jobs", None)
+        session.info.pop("noted_jobs", None)
+
+    event.listen(sessions, "after_commit", committed)
+    event.listen(sessions, "after_rollback", rolled_back)
 
 
 def write_pending(session: Session, changes: list[dict[str, Any]]) -> None:
@@ -121,6 +142,96 @@ def live_columns(session: Session, states: Iterable[str], *columns: str) -> list
     """(id, *columns) of the jobs in `states`."""
     cols = [JobRow.id, *(getattr(JobRow, c) for c in columns)]
     return [tuple(r) for r in session.execute(select(*cols).where(JobRow.state.in_(tuple(states))))]
+
+
+# --- the controller's mirror of the active jobs (tide.server.snapshot) ---------------
+# Read through the connection, not the ORM: a full pass reads every active job
+# (100,000 of them), and rows as plain tuples cost a fraction of ORM objects.
+
+
+def scan_active(session: Session, columns: Sequence[str]) -> Iterable[Sequence[Any]]:
+    """The named columns of every active job (ACTIVE states), in one read,
+    streamed (iterate it before the session closes)."""
+    cols = [getattr(JobRow, c) for c in columns]
+    stmt = select(*cols).where(JobRow.state.in_(ACTIVE))
+    return session.connection().execute(stmt)
+
+
+def scan_by_id(session: Session, ids: Sequence[int], columns: Sequence[str]) -> list[Sequence[Any]]:
+    """The named columns of these jobs (any state); pass at most a few thousand ids."""
+    if not ids:
+        return []
+    cols = [getattr(JobRow, c) for c in columns]
+    return list(session.connection().execute(select(*cols).where(JobRow.id.in_(ids))))
+
+
+def requests_by_id(session: Session, ids: Sequence[int]) -> dict[int, str]:
+    """Request JSON of these jobs, in one read."""
+    if not ids:
+        return {}
+    stmt = select(JobRow.id, JobRow.request).where(JobRow.id.in_(ids))
+    return {job_id: text for job_id, text in session.connection().execute(stmt)}
+
+
+def request_text(session: Session, job_id: int) -> str | None:
+    """One job's request JSON (None: no such job)."""
+    return session.scalar(select(JobRow.request).where(JobRow.id == job_id))
+
+
+def set_values(session: Session, job_id: int, values: dict[str, Any]) -> None:
+    """Write columns that are no part of the job's state (a preemption mark, say),
+    whatever its state; use `transition` for anything a state change guards."""
+    touched(session).add(job_id)
+    session.execute(update(JobRow).where(JobRow.id == job_id).values(**values))
+
+
+def set_pending_reason(session: Session, job_id: int, reason: str) -> bool:
+    """A pending job's reason, written only when it differs; True if written."""
+    stmt = update(JobRow).where(
+        JobRow.id == job_id, JobRow.state == "PENDING", JobRow.reason != reason
+    )
+    result = session.execute(stmt.values(reason=reason))
+    touched(session).add(job_id)
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def in_phases(session: Session, phases: Iterable[str]) -> list[tuple[Any, ...]]:
+    """(id, state, preempt_phase, preempted_by, preempt_kill_at, preempt_time,
+    suspended_seconds) of the jobs in these preemption phases (an indexed read)."""
+    stmt = select(
+        JobRow.id, JobRow.state, JobRow.preempt_phase, JobRow.preempted_by,
+        JobRow.preempt_kill_at, JobRow.preempt_time, JobRow.suspended_seconds,
+    ).where(JobRow.preempt_phase.in_(tuple(phases)))  # fmt: skip
+    return [tuple(r) for r in session.execute(stmt)]
+
+
+def live_checkpoints(session: Session) -> list[tuple[Any, ...]]:
+    """(id, last_checkpoint, suspended_seconds) of live jobs that saved their
+    work or were suspended before (the rest have neither)."""
+    stmt = select(JobRow.id, JobRow.last_checkpoint, JobRow.suspended_seconds).where(
+        JobRow.state.in_(("RUNNING", "SUSPENDED", "COMPLETING")),
+        or_(JobRow.last_checkpoint.is_not(None), JobRow.suspended_seconds > 0),
+    )
+    return [tuple(r) for r in session.execute(stmt)]
+
+
+def first_in_account(session: Session, account: str, states: Iterable[str]) -> int | None:
+    """The id of one job of `account` in `states` (None: there is none)."""
+    stmt = select(JobRow.id).where(JobRow.account == account, JobRow.state.in_(tuple(states)))
+    return session.scalar(stmt.limit(1))
+
+
+def by_display_id(session: Session, job_id: int, task: int | None) -> list[JobRow]:
+    """The rows scancel-style id names: task `task` of array `job_id`; with no task,
+    every task of array `job_id`, else the single job `job_id`. [] if none."""
+    if task is not None:
+        stmt = select(JobRow).where(JobRow.array_job_id == job_id, JobRow.array_task_id == task)
+        return list(session.scalars(stmt))
+    rows = list(session.scalars(select(JobRow).where(JobRow.array_job_id == job_id)))
+    if rows:
+        return rows
+    row = session.get(JobRow, job_id)
+    return [row] if row is not None else []
 
 
 def transition(

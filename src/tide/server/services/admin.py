@@ -10,8 +10,6 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.model import Account, Qos, UserAssoc
 from tide.server.auth import Principal, role_of
 from tide.server.errors import bad_request, conflict, not_found
@@ -19,8 +17,8 @@ from tide.server.ports import Ctl
 from tide.server.schemas import AccountBody, AssocBody, QosBody, TokenBody, UserBody
 from tide.store import accounting, codec
 from tide.store import accounts as acctrepo
+from tide.store import jobs as jobrepo
 from tide.store import tokens as tokrepo
-from tide.store.models import JobRow, UserRow
 
 LEVELS = {
     "none": "None",
@@ -94,11 +92,7 @@ def delete_account(ctl: Ctl, name: str) -> None:
     if tree.children(name):
         raise conflict(f"account {name!r} has sub-accounts", "name", "delete or move them first")
     with ctl.sessions() as s:
-        active = s.scalar(
-            select(JobRow.id)
-            .where(JobRow.account == name, JobRow.state.in_(("PENDING", "RUNNING", "COMPLETING")))
-            .limit(1)
-        )
+        active = jobrepo.first_in_account(s, name, ("PENDING", "RUNNING", "COMPLETING"))
     if active is not None:
         raise conflict(
             f"account {name!r} has active jobs (e.g. {active})",
@@ -112,7 +106,7 @@ def delete_account(ctl: Ctl, name: str) -> None:
 
 def list_users(ctl: Ctl) -> list[dict[str, Any]]:
     with ctl.sessions() as s:
-        users = list(s.scalars(select(UserRow).order_by(UserRow.name)))
+        users = acctrepo.list_users(s)
     tree = ctl.tree
     return [
         {
@@ -307,7 +301,7 @@ def _keep_an_admin(s: Any, action: str, user: str = "", token_id: int | None = N
     (nobody could then administer the cluster, or undo the change)."""
     now = time.time()
     admins = {
-        name for name, level in s.execute(select(UserRow.name, UserRow.admin_level))
+        name for name, level in acctrepo.admin_levels(s).items()
         if level.lower() in ("administrator", "admin") and name != user
     }  # fmt: skip
     for t in tokrepo.list_tokens(s):

@@ -15,8 +15,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import select
-
 from tide.server import views
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, conflict, forbidden, not_found
@@ -43,15 +41,7 @@ def parse_id(text: str) -> tuple[int, int | None]:
 
 
 def rows_for(s: Any, text: str) -> list[JobRow]:
-    job_id, task = parse_id(text)
-    if task is not None:
-        stmt = select(JobRow).where(JobRow.array_job_id == job_id, JobRow.array_task_id == task)
-        rows = list(s.scalars(stmt))
-    else:
-        rows = list(s.scalars(select(JobRow).where(JobRow.array_job_id == job_id)))
-        if not rows:
-            row = s.get(JobRow, job_id)
-            rows = [row] if row is not None else []
+    rows = jobrepo.by_display_id(s, *parse_id(text))
     if not rows:
         raise not_found("job", text, "list your jobs with `tide queue` or `tide acct`")
     return rows

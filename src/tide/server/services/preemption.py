@@ -33,14 +33,13 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import or_, select, update
-
 from tide.model import JobState
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Preemption, Running
 from tide.server.ports import Ctl
 from tide.server.services import lifecycle
 from tide.server.services.lifecycle import PREEMPT, REQUEUE
 from tide.server.services.recovery import PREEMPT_ACTOR as ACTOR
+from tide.store import accounting
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
 
@@ -77,21 +76,15 @@ class Marks:
 
 def read_phases(s: Any) -> dict[int, Mark]:
     """Jobs in a preemption phase (an indexed read; usually none)."""
-    stmt = select(JobRow.id, JobRow.state, JobRow.preempt_phase, JobRow.preempted_by,
-                  JobRow.preempt_kill_at, JobRow.preempt_time, JobRow.suspended_seconds
-                  ).where(JobRow.preempt_phase.in_(PHASES))  # fmt: skip
+    rows = jobrepo.in_phases(s, PHASES)
     return {jid: Mark(jid, state, phase, by or 0, kill_at, since or 0.0, susp or 0.0)
-            for jid, state, phase, by, kill_at, since, susp in s.execute(stmt)}  # fmt: skip
+            for jid, state, phase, by, kill_at, since, susp in rows}  # fmt: skip
 
 
 def read_marks(s: Any) -> Marks:
     """Jobs in a preemption phase, and live jobs' checkpoints and past suspensions."""
     out = Marks(read_phases(s))
-    stmt2 = select(JobRow.id, JobRow.last_checkpoint, JobRow.suspended_seconds).where(
-        JobRow.state.in_(("RUNNING", "SUSPENDED", "COMPLETING")),
-        or_(JobRow.last_checkpoint.is_not(None), JobRow.suspended_seconds > 0),
-    )
-    for jid, ckpt, susp in s.execute(stmt2):
+    for jid, ckpt, susp in jobrepo.live_checkpoints(s):
         if ckpt is not None:
             out.checkpoints[jid] = ckpt
         if susp:
@@ -255,8 +248,7 @@ def tick(ctl: Ctl, now: float) -> bool:
             marks = read_phases(s)
     with ctl.sessions() as s:
         wanted = {k.preemptor for k in marks.values()}
-        stmt = select(JobRow.id, JobRow.state).where(JobRow.id.in_(wanted))
-        states = {jid: state for jid, state in s.execute(stmt)}
+        states = dict(jobrepo.columns_by_id(s, sorted(wanted), "state"))
     changed = False
     for k in marks.values():
         if k.phase == GRACE and k.state == "RUNNING" and (k.kill_at or 0.0) <= now:
@@ -287,20 +279,13 @@ def _left_in_grace(ctl: Ctl, job_id: int) -> bool:
         if row is None or row.preempt_phase != GRACE or row.state in ("RUNNING", "COMPLETING"):
             return False
         values: dict[str, Any] = {"preempt_phase": "", "preempt_kill_at": None}
-        att = _last_attempt(s, job_id)
+        att = accounting.last_attempt(s, job_id)
         if row.state == "PENDING" and row.preempt_mode == "REQUEUE" and att is not None:
             lost = att.gpus * max(0.0, (att.end_time or 0.0) - max(att.start_time,
                                                                    row.last_checkpoint or 0.0))
             values.update(preempt_phase=PARKED, preempt_lost=lost,
                           lost_gpu_seconds=(row.lost_gpu_seconds or 0.0) + lost)  # fmt: skip
         return jobrepo.transition(s, job_id, [row.state], None, 0.0, values)
-
-
-def _last_attempt(s: Any, job_id: int) -> Any:
-    from tide.store.models import AttemptRow
-
-    stmt = select(AttemptRow).where(AttemptRow.job_id == job_id)
-    return s.scalars(stmt.order_by(AttemptRow.attempt.desc()).limit(1)).first()
 
 
 def _kill(ctl: Ctl, job_id: int, now: float) -> bool:
@@ -381,13 +366,9 @@ def resume_stopped(ctl: Ctl, job_id: int, now: float, actor: str = ACTOR) -> boo
 def _unpark(ctl: Ctl, k: Mark, waiting: bool) -> bool:
     """Back to the queue once the preemptor is no longer pending; until then
     the victim shows the reason Preempted."""
-    t = JobRow
     with ctl.sessions.begin() as s:
         if waiting:
-            stmt = update(t).where(t.id == k.job_id, t.state == "PENDING")
-            res = s.execute(stmt.where(t.reason != PARKED_REASON).values(reason=PARKED_REASON))
-            jobrepo.touched(s).add(k.job_id)
-            return bool(res.rowcount)  # type: ignore[attr-defined]
+            return jobrepo.set_pending_reason(s, k.job_id, PARKED_REASON)
         row = jobrepo.get(s, k.job_id)
         if row is None or row.state != "PENDING":
             return False
@@ -398,8 +379,5 @@ def _unpark(ctl: Ctl, k: Mark, waiting: bool) -> bool:
 
 def _clear(ctl: Ctl, job_id: int) -> bool:
     with ctl.sessions.begin() as s:
-        stmt = update(JobRow).where(JobRow.id == job_id).values(preempt_phase="",
-                                                                 preempt_kill_at=None)
-        s.execute(stmt)
-        jobrepo.touched(s).add(job_id)
+        jobrepo.set_values(s, job_id, {"preempt_phase": "", "preempt_kill_at": None})
     return True
