@@ -1,5 +1,6 @@
-"""Slurm-like text views of API answers: squeue, sacct, sinfo, sshare, sprio,
-sreport, scontrol show. Pure functions of the JSON the server returns."""
+"""Slurm-like text views of API answers: sacct, sinfo, sshare, sprio, sreport,
+scontrol show. Pure functions of the JSON the server returns. (`tide queue`
+prints the server's text, laid out by tide.queue_table.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from collections import defaultdict
 from typing import Any
 
 from tide.display import (
-    STATE_CODE,
     duration,
     hms,
     percent,
@@ -19,14 +19,13 @@ from tide.display import (
     timestamp,
 )
 from tide.hostlist import compress, expand
+from tide.queue_table import job_id_text
 
 LIVE = {"RUNNING", "COMPLETING", "SUSPENDED"}
 
 
 def _jid(r: dict[str, Any]) -> str:
-    if r.get("array_job_id") is not None and r.get("array_task_id") is not None:
-        return f"{r['array_job_id']}_{r['array_task_id']}"
-    return str(r["id"])
+    return job_id_text(r["id"], r.get("array_job_id"), r.get("array_task_id"))
 
 
 def _nnodes(r: dict[str, Any]) -> int:
@@ -36,75 +35,6 @@ def _nnodes(r: dict[str, Any]) -> int:
         except ValueError:
             return r.get("nodes_req") or 1
     return r.get("nodes_req") or 1
-
-
-def queue(columns: list[str], rows: list[list[Any]], now: float, start: bool = False) -> None:
-    """squeue's default view (plus GPUS); `start` = squeue --start."""
-    ix = {c: i for i, c in enumerate(columns)}
-    st, pr, jid = ix["state"], ix["priority"], ix["id"]
-    ordered = sorted(rows, key=lambda r: (r[st] not in LIVE, -(r[pr] or 0), r[jid]))
-    out = []
-    if start:
-        headers = [
-            "JOBID",
-            "PARTITION",
-            "NAME",
-            "USER",
-            "ST",
-            "START_TIME",
-            "NODES",
-            "SCHEDNODES",
-            "NODELIST(REASON)",
-        ]
-        for v in ordered:
-            r = dict(zip(columns, v, strict=True))
-            if r["state"] != "PENDING":
-                continue
-            out.append(
-                [
-                    _jid(r),
-                    r["partition"],
-                    r["name"][:8],
-                    r["user"][:8],
-                    "PD",
-                    timestamp(r["planned_start"]) if r["planned_start"] else "N/A",
-                    r["nodes_req"],
-                    r["planned_nodes"] or "(null)",
-                    f"({r['reason']})",
-                ]
-            )
-        table(headers, out, right={0, 6})
-        return
-    headers = [
-        "JOBID",
-        "PARTITION",
-        "NAME",
-        "USER",
-        "ST",
-        "TIME",
-        "NODES",
-        "GPUS",
-        "NODELIST(REASON)",
-    ]
-    for v in ordered:
-        r = dict(zip(columns, v, strict=True))
-        live = r["state"] in LIVE
-        elapsed = (now - r["start_time"]) if live and r["start_time"] else 0
-        where = r["nodelist"] if live else f"({r['reason']})"
-        out.append(
-            [
-                _jid(r),
-                r["run_partition"] or r["partition"],
-                r["name"][:8],
-                r["user"][:8],
-                STATE_CODE.get(r["state"], r["state"]),
-                duration(elapsed),
-                _nnodes(r) if live else r["nodes_req"],
-                r["gpus_alloc"] if live else r["gpus_req"],
-                where,
-            ]
-        )
-    table(headers, out, right={0, 5, 6, 7})
 
 
 # --- sacct ---------------------------------------------------------------------
