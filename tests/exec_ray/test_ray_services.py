@@ -46,12 +46,6 @@ def explained(c: Any, what: str, cond: Any, timeout: float) -> Any:
         raise AssertionError(f"{e}\nservice: {svc}\njobs: {jobs}") from None
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, open: on the Ray executor a cancelled replica's job sometimes stays "
-    "COMPLETING (its end is never collected), so the rollout or the deletion waits forever; "
-    "seen in 3 of 5 fresh-clone CI runs, never in runs of tests/exec_ray alone",
-)
 def test_service_on_ray_scales_with_traffic_and_survives_a_dead_replica(
     rc: raycluster.RayTestCluster, tmp_path: Path
 ) -> None:

@@ -84,6 +84,17 @@ class ExitReport:
     node: str = ""  # node of the first failure, if any
 
 
+class PartlyUnknown(RuntimeError):
+    """running() could not ask some nodes (alive, but their agent did not
+    answer): `running` holds what the others said. The caller must not take a
+    job on those nodes for gone (ending it would run it a second time)."""
+
+    def __init__(self, running: set[int], nodes: list[str]) -> None:
+        super().__init__(f"no answer from node(s) {', '.join(nodes)}")
+        self.running = running
+        self.nodes = nodes
+
+
 class Executor(ABC):
     """Runs jobs. Every method is non-blocking; `poll` collects what ended."""
 

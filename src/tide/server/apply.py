@@ -157,6 +157,25 @@ def _launch(ctl: Ctl, job_id: int, alloc: Any, partition: str, snap: Any) -> Non
     except Exception as e:
         log.exception("launch of job %s failed", job_id)
         lifecycle.fail_launch(ctl, job_id, f"launch failed: {e}")
+        return
+    _cancel_if_asked_meanwhile(ctl, job_id, row.restarts)
+
+
+def _cancel_if_asked_meanwhile(ctl: Ctl, job_id: int, restarts: int) -> None:
+    """A cancel (scancel, a service scaling down, a preemption, a failed node)
+    that committed while this launch was in flight reached an executor that
+    did not know the job yet, and did nothing: the job would run on, COMPLETING
+    for good. Asked after the launch, the executor knows it; a cancel that
+    commits later finds it launched and needs no help."""
+    with ctl.sessions() as s:
+        row = jobrepo.get(s, job_id)
+        if row is None or row.restarts != restarts:
+            return  # ended and running again: that run is not this launch's
+        asked = row.state == "COMPLETING" or bool(row.cancel_requested)
+        state = row.state
+    if asked and ctl.executor is not None:
+        log.info("job %s was cancelled (%s) while it launched: cancelling it now", job_id, state)
+        ctl.executor.cancel(job_id, grace=ctl.settings.kill_wait)
 
 
 def cpus_of(snap: Any, alloc: Any) -> int:

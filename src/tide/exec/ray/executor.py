@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from tide.exec import jobdir
-from tide.exec.base import Executor, ExitReport, LaunchSpec
+from tide.exec.base import Executor, ExitReport, LaunchSpec, PartlyUnknown
 from tide.exec.ray import NAMESPACE, agent_name, require_ray
 from tide.exec.ray.cluster import RayNode, node_names, ray_nodes
 
@@ -214,7 +214,8 @@ class RayExecutor(Executor):
         for name in sorted(self._alive):
             try:
                 running = self.ray.get(self.agent(name).jobs.remote(), timeout=60)
-            except Exception:
+            except Exception as e:  # its jobs are found by the periodic sweep of all nodes
+                log.warning("node %s's agent did not list its jobs: %s", name, e)
                 continue
             with self._lock:
                 for job_id, nodes in running.items():
@@ -391,12 +392,26 @@ class RayExecutor(Executor):
         return out
 
     def running(self) -> set[int]:
+        """Every live node's running jobs; raises PartlyUnknown (with the
+        rest) when a live node's agent does not answer twice: a node skipped
+        here made a restarted controller fail its jobs and run them again."""
         live: set[int] = set()
+        unknown = []
         for name in sorted(self.alive_nodes()):
-            try:
-                live.update(self.ray.get(self.agent(name).running.remote(), timeout=60))
-            except Exception:
-                continue
+            for attempt in (1, 2):
+                try:
+                    live.update(self.ray.get(self.agent(name).running.remote(), timeout=30))
+                    break
+                except Exception as e:
+                    log.warning(
+                        "node %s's agent did not say what runs (try %d): %s", name, attempt, e
+                    )
+                    with self._lock:
+                        self._agents.pop(name, None)  # a new handle next time
+            else:
+                unknown.append(name)
+        if unknown:
+            raise PartlyUnknown(live, unknown)
         return live
 
     def exit_record(self, job_id: int) -> jobdir.ExitRecord | None:

@@ -16,7 +16,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from tide.exec.base import ExitReport
+from tide.exec.base import ExitReport, PartlyUnknown
 from tide.sched import requeue
 from tide.sched.usage import bills_memory, job_charge
 from tide.server.ports import Ctl
@@ -360,15 +360,20 @@ def reconcile(ctl: Ctl) -> None:
         return
     # who runs, before collecting: a job that ends in between is then collected with
     # its true end; asked the other way round it looked lost (NODE_FAIL) and ran again
-    alive = ctl.executor.running()
+    try:
+        alive, unknown = ctl.executor.running(), set()
+    except PartlyUnknown as e:
+        alive, unknown = e.running, set(e.nodes)
+        log.warning("reconcile: %s; their jobs stay as stored until they answer", e)
     collect_exits(ctl)
     now = time.time()
     with ctl.sessions() as s:
         live = jobrepo.live_columns(s, LIVE, "state", "start_time", "time_limit",
-                                    "suspended_seconds")  # fmt: skip
+                                    "suspended_seconds", "allocation")  # fmt: skip
     watch = getattr(ctl.executor, "watch_limit", None)
-    for job_id, state, start, limit, suspended in live:
-        if job_id in alive:
+    names = [n.name for n in ctl.cluster.nodes]
+    for job_id, state, start, limit, suspended, allocation in live:
+        if job_id in alive or _on_nodes(allocation, names) & unknown:
             if watch is not None and state == "RUNNING" and start and limit:
                 watch(job_id, start, int(limit + (suspended or 0)))  # the executor's backstop
             continue
@@ -376,6 +381,14 @@ def reconcile(ctl: Ctl) -> None:
             _requeue_unlaunched(ctl, job_id, now)
         else:
             finish(ctl, ExitReport(job_id, exit_code=0, signal=9, reason="node_fail"), now)
+
+
+def _on_nodes(allocation: str | None, names: list[str]) -> set[str]:
+    """The names of the nodes an allocation (stored JSON) holds."""
+    alloc = codec.alloc_from_json(allocation) if allocation else None
+    if alloc is None:
+        return set()
+    return {names[i] for i in alloc.node_indices if 0 <= i < len(names)}
 
 
 def _never_launched(ex: Any, job_id: int) -> bool:
