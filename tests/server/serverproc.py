@@ -1,4 +1,5 @@
-"""Start a real tide server (a subprocess running uvicorn) for tests."""
+"""Start a real tide server (a subprocess running uvicorn) for tests, on SQLite
+or on PostgreSQL (`store_args`: each server its own schema)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,77 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 DATA = Path(__file__).with_name("data")
+
+# --- the store a server runs on ----------------------------------------------------
+
+PG_URL = os.environ.get("TIDE_TEST_PG", "postgresql://{user}@127.0.0.1:5432/test")
+PG_MISSING = (
+    f"PostgreSQL not reachable at {PG_URL.format(user='{postgres,root}')} (trust auth);"
+    " set TIDE_TEST_PG=postgresql://USER@HOST:PORT/DB to point elsewhere"
+)
+# Parametrize a test (or, indirectly, a server fixture) over both stores; the
+# PostgreSQL case is marked `postgres` and skipped, saying why, where PG is absent.
+STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@cache
+def pg_url() -> str | None:
+    """The URL of the first user that can log in to PG_URL's database, or None."""
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    for user in ("postgres", "root"):
+        url = PG_URL.format(user=user)
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return url
+        except Exception:
+            continue
+    return None
+
+
+@contextmanager
+def pg_schema(prefix: str = "t") -> Iterator[tuple[str, str]]:
+    """(url, schema): a fresh PostgreSQL schema, dropped afterwards, so tests that
+    run at the same time (pytest -n) never share tables. Skips where PG is absent."""
+    url = pg_url()
+    if url is None:
+        pytest.skip(PG_MISSING)
+    import psycopg
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield url, schema
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@contextmanager
+def store_args(store: str) -> Iterator[list[str]]:
+    """`tide server` arguments for `store` ("sqlite": none, the data dir's file;
+    "postgresql": --db on a schema of its own, dropped when the block ends)."""
+    if store == "sqlite":
+        yield []
+        return
+    if store != "postgresql":
+        raise ValueError(f"store {store!r}: use 'sqlite' or 'postgresql'")
+    with pg_schema("srv") as (url, schema):
+        yield ["--db", f"{url}?options=-csearch_path%3D{schema}"]
 
 
 class PortTaken(RuntimeError):

@@ -1,6 +1,7 @@
 """Real sbatch scripts through a real server and the local executor: output
 files, Slurm's environment, srun over two nodes, arrays, dependencies, time
-limits with --signal, cancel, requeue, phases and accounting."""
+limits with --signal, cancel, requeue, phases and accounting. The tests marked
+`on_both_stores` run on SQLite and on PostgreSQL (a schema of their own)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverproc import job, submit, wait_state
+from serverproc import STORES, job, submit, wait_state
 
 pytestmark = pytest.mark.slow
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
+# submit/run/complete, arrays, dependencies, cancel, requeue and accounting: the
+# representative set the end-to-end suite runs on both stores (issue 13)
+on_both_stores = pytest.mark.parametrize("tiny", STORES, indirect=True)
 
 
 def _dir(srv: Any, name: str) -> Path:
@@ -39,6 +43,7 @@ sleep 1
 """
 
 
+@on_both_stores
 def test_batch_job_runs_with_slurm_environment(tiny: Any) -> None:
     d = _dir(tiny, "env")
     with tiny.client(tiny.tokens["alice"]) as c:
@@ -99,6 +104,7 @@ def test_multi_node_srun_sets_torch_distributed_variables(tiny: Any) -> None:
     assert len({(x[8], x[9]) for x in lines}) == 1  # one MASTER_ADDR:MASTER_PORT
 
 
+@on_both_stores
 def test_array_job_with_throttle(tiny: Any) -> None:
     d = _dir(tiny, "array")
     script = "#!/bin/bash\n#SBATCH -o arr-%A_%a.out\necho task=$SLURM_ARRAY_TASK_ID\nsleep 1\n"
@@ -113,6 +119,7 @@ def test_array_job_with_throttle(tiny: Any) -> None:
         assert (d / f"arr-{r['array_job_id']}_{i}.out").read_text().strip() == f"task={i}"
 
 
+@on_both_stores
 def test_dependencies_afterok_and_afternotok(tiny: Any) -> None:
     d = _dir(tiny, "deps")
     with tiny.client(tiny.tokens["alice"]) as c:
@@ -151,6 +158,7 @@ for i in $(seq 60); do sleep 0.5; done
     assert 5 <= j["end_time"] - j["start_time"] <= 15
 
 
+@on_both_stores
 def test_cancel_kills_every_process(tiny: Any) -> None:
     d = _dir(tiny, "cancel")
     marker = f"tide-cancel-marker-{time.time_ns()}"
@@ -174,6 +182,7 @@ def _pids(marker: str) -> list[str]:
     return out.split()
 
 
+@on_both_stores
 def test_requeue_runs_again_and_keeps_both_attempts(tiny: Any) -> None:
     d = _dir(tiny, "requeue")
     script = (
@@ -211,6 +220,7 @@ def test_notify_step_from_inside_the_job(tiny: Any) -> None:
     assert t["started"] <= t["first_step"] <= t["ended"]
 
 
+@on_both_stores
 def test_usage_report_prices_gpu_hours(tiny: Any) -> None:
     # a job of alice's own: under xdist the tests that ran hers may be on another worker
     d = _dir(tiny, "usage")

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serverproc import ServerProc, job, submit, wait_for, wait_state
+from serverproc import STORES, ServerProc, job, store_args, submit, wait_for, wait_state
 
 pytestmark = pytest.mark.slow
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED"}
@@ -54,13 +54,13 @@ exit 0
 """
 
 
-def _start(tmp: Path) -> ServerProc:
+def _start(tmp: Path, db: list[str] | None = None) -> ServerProc:
     check = tmp / "check.sh"
     check.write_text(CHECK.format(mark=tmp / "sick-n3"))
     check.chmod(0o755)
     cluster = tmp / "rec.yaml"
     cluster.write_text(CLUSTER.format(check=check))
-    args = ["--cluster", str(cluster), "--kill-wait", "2", "--bf-interval", "1"]
+    args = ["--cluster", str(cluster), "--kill-wait", "2", "--bf-interval", "1", *(db or [])]
     return ServerProc(tmp / "data", args).start()
 
 
@@ -320,16 +320,22 @@ while [ ! -e {gate} ]; do sleep 0.2; done
 """
 
 
-def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", STORES)
+def test_controller_kill9_loses_and_repeats_nothing(tmp_path: Path, store: str) -> None:
     """200 jobs: 6 running (3 end while the controller is dead, 3 after it is
     back) and 194 queued behind them. kill -9, restart: every job is known, the
     live ones are re-adopted, the ended ones collected, none runs twice, and
-    every attempt has exactly one accounting record."""
+    every attempt has exactly one accounting record. On SQLite and PostgreSQL."""
+    with store_args(store) as db:
+        _kill9_loses_and_repeats_nothing(tmp_path, db)
+
+
+def _kill9_loses_and_repeats_nothing(tmp_path: Path, db: list[str]) -> None:
     ledger = tmp_path / "ledger"
     work = tmp_path / "work"
     work.mkdir()
     early, late = tmp_path / "end-while-down", tmp_path / "end-after-restart"
-    srv = _start(tmp_path)
+    srv = _start(tmp_path, db)
     gates = [early] * 3 + [late] * 3
     items = [_item(GATED.format(ledger=ledger, gate=g), work) for g in gates]
     items += [_item(RUN.format(ledger=ledger, secs=1), work) for _ in range(194)]

@@ -1,22 +1,25 @@
 """State survives a controller restart (jobs keep running under their
-supervisors); the same server runs on PostgreSQL."""
+supervisors), on SQLite and on PostgreSQL; the server runs on PostgreSQL."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
-from serverproc import DATA, ServerProc, job, submit, wait_state
-
-from conftest import _PG
+from serverproc import DATA, STORES, ServerProc, job, store_args, submit, wait_state
 
 pytestmark = pytest.mark.slow
 TINY = ["--cluster", str(DATA / "tiny.yaml"), "--kill-wait", "2", "--bf-interval", "1"]
 
 
-def test_restart_keeps_queue_tokens_and_running_jobs(tmp_path: Path) -> None:
-    srv = ServerProc(tmp_path / "data", TINY).start()
+@pytest.mark.parametrize("store", STORES)
+def test_restart_keeps_queue_tokens_and_running_jobs(tmp_path: Path, store: str) -> None:
+    with store_args(store) as db:
+        _restart_keeps_queue_tokens_and_running_jobs(tmp_path, [*TINY, *db])
+
+
+def _restart_keeps_queue_tokens_and_running_jobs(tmp_path: Path, args: list[str]) -> None:
+    srv = ServerProc(tmp_path / "data", args).start()
     work = tmp_path / "work"
     work.mkdir()
     try:
@@ -27,7 +30,7 @@ def test_restart_keeps_queue_tokens_and_running_jobs(tmp_path: Path) -> None:
         token = srv.admin_token
     finally:
         srv.stop()
-    srv2 = ServerProc(tmp_path / "data", TINY).start()
+    srv2 = ServerProc(tmp_path / "data", args).start()
     try:
         assert srv2.admin_token == token  # the same token still works
         with srv2.client() as c:
@@ -44,15 +47,12 @@ def test_restart_keeps_queue_tokens_and_running_jobs(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_server_on_postgresql(tmp_path: Path) -> None:
-    if _PG is None:
-        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432 (database 'test')")
-    import psycopg
+    with store_args("postgresql") as db:
+        _server_on_postgresql(tmp_path, db)
 
-    schema = "srv_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(_PG, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    url = f"{_PG}?options=-csearch_path%3D{schema}"
-    srv = ServerProc(tmp_path / "data", [*TINY, "--db", url]).start()
+
+def _server_on_postgresql(tmp_path: Path, db: list[str]) -> None:
+    srv = ServerProc(tmp_path / "data", [*TINY, *db]).start()
     try:
         with srv.client() as c:
             info = c.get("/v1/cluster").json()
@@ -65,5 +65,3 @@ def test_server_on_postgresql(tmp_path: Path) -> None:
             assert len(c.get("/v1/jobs", params={"all": "true"}).json()["jobs"]) == 1
     finally:
         srv.stop()
-        with psycopg.connect(_PG, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
