@@ -123,3 +123,52 @@ def test_a_restarted_controller_keeps_jobs_whose_node_did_not_answer(tmp_path: P
         assert ledger.read_text().split() == ["0"]  # it ran once
     finally:
         second.stop()
+
+
+class LosesTheFirstCancel(LocalExecutor):
+    """The real local executor, whose first cancel request is lost on the way
+    (as a call to a node agent that timed out)."""
+
+    lost = 0
+
+    def cancel(self, job_id: int, grace: float = 30.0) -> None:
+        if not self.lost:
+            self.lost += 1
+            return
+        super().cancel(job_id, grace)
+
+
+def test_a_job_whose_kill_was_lost_is_killed_again(tmp_path: Path) -> None:
+    """A job stays COMPLETING only until the loop asks for its kill again
+    (KillWait + resend seconds), not for good."""
+    from tide.server.services.completing import CompletingWatch
+
+    executor = LosesTheFirstCancel(tmp_path / "exec", kill_wait=2)
+    settings = Settings(data_dir=tmp_path / "d", cluster_file=DATA / "tiny.yaml", kill_wait=2)
+    ctl = Controller(settings, executor=executor)
+    ctl.start()
+    ctl.loop.completing = CompletingWatch(resend=1.0)
+    try:
+        token = (tmp_path / "d" / "admin.token").read_text().strip()
+        who = ctl.auth.principal(f"Bearer {token}")
+        started = tmp_path / "started"
+        body = SubmitBody(script=f"#!/bin/sh\ntouch {started}\nsleep 600\n", argv=[],
+                          cwd=str(tmp_path))  # fmt: skip
+        prepared = submitting.prepare(ctl, who, body)
+        ctl.writer.submit(prepared.rows).result(timeout=60)
+        jid = prepared.job_ids[0]
+        ctl.loop.wake()
+        wait_for("the job to run", started.exists, 60)
+        assert [o["state"] for o in jobservice.cancel(ctl, who, str(jid))] == ["COMPLETING"]
+        assert executor.lost == 1
+
+        def state() -> str:
+            with ctl.sessions() as s:
+                row = jobrepo.get(s, jid)
+                assert row is not None
+                return row.state
+
+        wait_for("the job to end", lambda: state() == "CANCELLED", 90)
+        assert executor.running() == set()
+    finally:
+        ctl.stop()

@@ -35,6 +35,7 @@ from tide.server.ports import Ctl
 from tide.server.schedule import PolicyDriver
 from tide.server.services import faults as jobfaults
 from tide.server.services import lifecycle, nodes, preemption, share_history
+from tide.server.services.completing import CompletingWatch
 from tide.server.snapshot import Loaded, load
 
 log = logging.getLogger("tide.server")
@@ -43,6 +44,7 @@ USAGE_SAVE_EVERY = 60.0  # seconds between writes of decayed usage
 PASS_SHARE = 4.0  # event passes wait at least this many times the last pass's CPU time
 PROBE_EVERY = 2.0  # seconds between looks at live jobs' step records
 WATCH_EVERY = 1.0  # seconds between looks at the node agents (DOWN within 10 s)
+COMPLETING_EVERY = 5.0  # seconds between looks for jobs stuck COMPLETING
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ class SchedulingLoop:
         self._dirty = True
         self._last_probe = 0.0
         self._last_watch = 0.0
+        self._last_completing = 0.0
+        self.completing = CompletingWatch()
         self._last_share = 0.0
         self._last_cost = 0.0  # CPU seconds of the last pass (this thread's)
         self._wake_at: float | None = None
@@ -137,6 +141,9 @@ class SchedulingLoop:
                 if now - self._last_watch >= WATCH_EVERY:
                     self._last_watch = now
                     nodes.watch(self.ctl)
+                if now - self._last_completing >= COMPLETING_EVERY:
+                    self._last_completing = now
+                    self.completing.check(self.ctl, time.monotonic())
                 if now - self._last_probe >= PROBE_EVERY:
                     self._last_probe = now
                     lifecycle.probe_phases(self.ctl)
