@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverproc import DATA, ServerProc, job, submit, wait_for, wait_state
+from serverproc import DATA, STORES, ServerProc, job, store_args, submit, wait_for, wait_state
 
 pytestmark = pytest.mark.slow
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED"}
@@ -23,17 +23,23 @@ GRACE = 3.0  # qos low's GraceTime in data/preempt.yaml
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    d = tmp_path_factory.mktemp("preempt")
-    s = ServerProc(
-        d / "data", ["--cluster", str(DATA / "preempt.yaml"), "--kill-wait", "2"]
-    ).start()
-    s.work = d / "work"  # type: ignore[attr-defined]
-    s.work.mkdir()  # type: ignore[attr-defined]
-    try:
-        yield s
-    finally:
-        s.stop()
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The preemption server, on SQLite unless a test names the store (on_both_stores)."""
+    store = getattr(request, "param", "sqlite")
+    d = tmp_path_factory.mktemp(f"preempt-{store}")
+    with store_args(store) as db:
+        args = ["--cluster", str(DATA / "preempt.yaml"), "--kill-wait", "2", *db]
+        s = ServerProc(d / "data", args).start()
+        s.work = d / "work"  # type: ignore[attr-defined]
+        s.work.mkdir()  # type: ignore[attr-defined]
+        try:
+            yield s
+        finally:
+            s.stop()
+
+
+# the preemption phases live in the job rows: REQUEUE and SUSPEND run on both stores
+on_both_stores = pytest.mark.parametrize("srv", STORES, indirect=True)
 
 
 def _dir(srv: Any, name: str) -> Path:
@@ -70,6 +76,7 @@ sleep 2
 """
 
 
+@on_both_stores
 def test_qos_preemption_requeues_after_the_grace(srv: Any) -> None:
     d = _dir(srv, "requeue")
     with srv.client() as c:
@@ -139,6 +146,7 @@ sleep 3
 """
 
 
+@on_both_stores
 def test_suspend_stops_the_victim_and_resumes_it_after_the_preemptor(srv: Any) -> None:
     d = _dir(srv, "suspend")
     with srv.client() as c:

@@ -16,13 +16,10 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
-from serverproc import DATA, ServerProc
-
-from conftest import _PG
+from serverproc import DATA, STORES, ServerProc, store_args
 
 pytestmark = pytest.mark.slow
 
@@ -76,31 +73,17 @@ def _checks(body: dict) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("store", STORES)
 def test_fuzzing_the_api_finds_nothing(tmp_path: Path, store: str) -> None:
     args = ["--cluster", str(DATA / "tiny.yaml"), "--executor", "none", "--bf-interval", "5"]
-    schema = ""
-    if store == "postgresql":
-        if _PG is None:
-            pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432 (database 'test')")
-        import psycopg
-
-        schema = "fuzz_" + uuid.uuid4().hex[:10]
-        with psycopg.connect(_PG, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        args += ["--db", f"{_PG}?options=-csearch_path%3D{schema}"]
-    srv = ServerProc(tmp_path / "data", args).start()
-    try:
-        failures = _fuzz(srv, tmp_path)
-        with srv.client() as c:
-            assert c.get("/v1/whoami").json()["role"] == "admin"  # still administrable
-    finally:
-        srv.stop()
-        if schema:
-            import psycopg
-
-            with psycopg.connect(_PG, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with store_args(store) as db:
+        srv = ServerProc(tmp_path / "data", [*args, *db]).start()
+        try:
+            failures = _fuzz(srv, tmp_path)
+            with srv.client() as c:
+                assert c.get("/v1/whoami").json()["role"] == "admin"  # still administrable
+        finally:
+            srv.stop()
     log = (tmp_path / "data" / "server.log").read_text()
     assert "Traceback" not in log or "internal error" not in log
     summary = "\n".join(f"{f['operation']}: {f['check']}: {f['message']}" for f in failures)

@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from serverproc import DATA, ServerProc, submit, wait_for, wait_state
-
-from conftest import _PG
+from serverproc import DATA, ServerProc, store_args, submit, wait_for, wait_state
 
 pytestmark = pytest.mark.slow
 
@@ -50,14 +47,11 @@ def test_a_second_server_on_the_same_store_is_refused_and_harms_nothing(tmp_path
 
 @pytest.mark.postgres
 def test_standby_takes_over_after_kill9_and_nothing_runs_twice(tmp_path: Path) -> None:
-    if _PG is None:
-        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432 (database 'test')")
-    import psycopg
+    with store_args("postgresql") as db:
+        _standby_takes_over(tmp_path, [*TINY, *db])
 
-    schema = "standby_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(_PG, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    args = [*TINY, "--db", f"{_PG}?options=-csearch_path%3D{schema}"]
+
+def _standby_takes_over(tmp_path: Path, args: list[str]) -> None:
     active = ServerProc(tmp_path / "data", args).start()
     standby = ServerProc(tmp_path / "data", [*args, "--standby"]).spawn()
     try:
@@ -86,5 +80,3 @@ def test_standby_takes_over_after_kill9_and_nothing_runs_twice(tmp_path: Path) -
     finally:
         standby.stop()
         active.stop()
-        with psycopg.connect(_PG, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
