@@ -25,6 +25,13 @@ from tide.server.settings import Settings
 from tide.store import jobs as jobrepo
 
 
+def _state(ctl: Controller, job_id: int) -> str:
+    with ctl.sessions() as s:
+        row = jobrepo.get(s, job_id)
+        assert row is not None
+        return row.state
+
+
 class LaunchesAfterACancel(LocalExecutor):
     """The real local executor, whose launch starts only once the test has
     cancelled the job (the window a slow launch leaves open)."""
@@ -65,13 +72,7 @@ def test_a_job_cancelled_while_it_launches_ends_cancelled(tmp_path: Path) -> Non
         assert executor.cancels_before_launch == 1  # the executor could not act on it
         executor.cancelled.set()
 
-        def state() -> str:
-            with ctl.sessions() as s:
-                row = jobrepo.get(s, jid)
-                assert row is not None
-                return row.state
-
-        wait_for("the job to end", lambda: state() == "CANCELLED", 60)
+        wait_for("the job to end", lambda: _state(ctl, jid) == "CANCELLED", 60)
         deadline = time.monotonic() + 30
         while executor.running() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -162,13 +163,7 @@ def test_a_job_whose_kill_was_lost_is_killed_again(tmp_path: Path) -> None:
         assert [o["state"] for o in jobservice.cancel(ctl, who, str(jid))] == ["COMPLETING"]
         assert executor.lost == 1
 
-        def state() -> str:
-            with ctl.sessions() as s:
-                row = jobrepo.get(s, jid)
-                assert row is not None
-                return row.state
-
-        wait_for("the job to end", lambda: state() == "CANCELLED", 90)
+        wait_for("the job to end", lambda: _state(ctl, jid) == "CANCELLED", 90)
         assert executor.running() == set()
     finally:
         ctl.stop()
