@@ -6,7 +6,12 @@
      and routed rounds interleaved; the router's added p50 and p99 (goal:
      added p50 under 1 ms);
    - throughput: C connections for D seconds, requests/s direct and routed
-     (goal: within 20%), and the router's CPU time per request.
+     (goal: within 20%), and the router's CPU time per request. Twice: with
+     the instant answer (the worst case: on a machine short of cores the
+     router's CPU competes with the client's and the replica's, so this ratio
+     is their CPU shares as much as the router), and with answers that take
+     --work-ms (10 ms: a model server's forward pass; the replica, not the
+     router, bounds the rate, as in a real service).
 2. Scale-up latency: a real server (local executor) scales a service from 1
    to N replicas: seconds from the decision to each new replica ready, split
    into decision -> job started (scheduling, launch) and started -> ready
@@ -16,7 +21,7 @@
    -> replica ready, against the pool's objective.
 
 Usage: .venv/bin/python bench/bench_router.py [--seconds 5] [--clients 16] [--rounds 5]
-       [--only router|scale|reclaim]
+       [--work-ms 10] [--only router|scale|reclaim]
 """
 
 from __future__ import annotations
@@ -41,11 +46,13 @@ from serverproc import DATA, ServerProc, free_port, submit, wait_for, wait_state
 from svc_support import REPLICA, delete_all, kill_routers  # noqa: E402
 
 UPSTREAM = """
-import uvicorn
+import asyncio, uvicorn
 BODY = b'{"ok": true, "text": "' + b"x" * 40 + b'"}'
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
+    if scope["query_string"].startswith(b"ms="):  # an answer that takes this long
+        await asyncio.sleep(float(scope["query_string"][3:]) / 1000)
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": BODY})
@@ -82,8 +89,9 @@ async def _request(reader, writer, payload: bytes) -> float:  # type: ignore[no-
     return time.perf_counter() - t0
 
 
-def _payload(port: int) -> bytes:
-    return f"GET /x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+def _payload(port: int, ms: float = 0) -> bytes:
+    query = f"?ms={ms:g}" if ms else ""
+    return f"GET /x{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
 
 
 async def _latency(port: int, n: int) -> list[float]:
@@ -96,8 +104,8 @@ async def _latency(port: int, n: int) -> list[float]:
     return out
 
 
-async def _throughput(port: int, clients: int, seconds: float) -> int:
-    payload = _payload(port)
+async def _throughput(port: int, clients: int, seconds: float, ms: float = 0) -> int:
+    payload = _payload(port, ms)
     stop = time.perf_counter() + seconds
     counts = [0] * clients
 
@@ -122,7 +130,7 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q / 100 * len(xs)))]
 
 
-def bench_router(seconds: float, clients: int, rounds: int) -> dict[str, object]:
+def bench_router(seconds: float, clients: int, rounds: int, work_ms: float) -> dict[str, object]:
     tmp = Path(tempfile.mkdtemp(prefix="tide-bench-router-"))
     up_port, r_port = free_port(), free_port()
     (tmp / "token").write_text("bench")
@@ -155,6 +163,10 @@ def bench_router(seconds: float, clients: int, rounds: int) -> dict[str, object]
             n = asyncio.run(_throughput(r_port, clients, seconds))
             cpu.append((_cpu_seconds(router.pid) - c0) / max(1, n))
             tp_routed.append(n / seconds)
+        busy_direct, busy_routed = [], []  # a replica whose answers take `work_ms`
+        for _ in range(max(1, rounds // 2)):
+            busy_direct.append(asyncio.run(_throughput(up_port, clients, seconds, work_ms)))
+            busy_routed.append(asyncio.run(_throughput(r_port, clients, seconds, work_ms)))
     finally:
         for p in (router, up):
             p.terminate()
@@ -168,6 +180,10 @@ def bench_router(seconds: float, clients: int, rounds: int) -> dict[str, object]
         "direct_rps": statistics.median(tp_direct), "routed_rps": statistics.median(tp_routed),
         "routed_over_direct": statistics.median(tp_routed) / statistics.median(tp_direct),
         "router_cpu_us_per_request": 1e6 * statistics.median(cpu),
+        "work_ms": work_ms,
+        "work_direct_rps": statistics.median(busy_direct) / seconds,
+        "work_routed_rps": statistics.median(busy_routed) / seconds,
+        "work_routed_over_direct": statistics.median(busy_routed) / statistics.median(busy_direct),
         "upstream_cpu_us_per_request": 1e6 * statistics.median(up_cpu),
         "clients": clients,
     }  # fmt: skip
@@ -301,11 +317,13 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--work-ms", type=float, default=10.0,
+                   help="the replica-bound case: each answer takes this long")  # fmt: skip
     p.add_argument("--only", choices=["router", "scale", "reclaim"])
     args = p.parse_args()
     results = {}
     if args.only in (None, "router"):
-        results["router"] = bench_router(args.seconds, args.clients, args.rounds)
+        results["router"] = bench_router(args.seconds, args.clients, args.rounds, args.work_ms)
         print(json.dumps({"router": results["router"]}, indent=2), flush=True)
     if args.only in (None, "scale"):
         results["scale"] = bench_scale(4, max(1, args.rounds // 2))

@@ -45,6 +45,11 @@ async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
         return
+    if path == "/hop":  # hop-by-hop headers the router must not pass on
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-length", b"4"), (b"keep-alive", b"timeout=99"), (b"x-up", NAME)]})
+        await send({"type": "http.response.body", "body": b"hop!"})
+        return
     if path == "/slow":
         await asyncio.sleep(1.5)
     out = NAME + b":" + body
@@ -132,6 +137,43 @@ def test_bodies_headers_head_and_204(rig: Rig):
     assert h.status_code == 200 and h.content == b""
     assert httpx.get(rig.url + "/empty", timeout=30).status_code == 204
     assert httpx.get(rig.url + "/after", timeout=30).text == "a:"  # the connection survived
+
+
+def _one_shot(port: int, head: bytes) -> bytes:
+    """A request with `Connection: close` on its own connection: all that comes back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(head)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return data
+
+
+def test_connection_close_requests_get_their_answer(rig: Rig):
+    """A client that asks to close after its request (curl -H 'Connection: close',
+    HTTP/1.0 clients) gets the whole answer, also once the router's connections to
+    the replica are warm (the answer used to be dropped: the client connection was
+    closed before the answer was written)."""
+    rig.endpoints(a=rig.named("a"))
+    for _ in range(4):
+        data = _one_shot(rig.port, b"POST /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                   b"Content-Length: 3\r\n\r\nabc")  # fmt: skip
+        assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"\r\n\r\na:abc"), data
+        data = _one_shot(rig.port, b"GET /c HTTP/1.0\r\n\r\n")
+        assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"\r\n\r\na:"), data
+
+
+def test_hop_by_hop_headers_stay_behind(rig: Rig):
+    """Most answers pass through byte for byte; one with a hop-by-hop header gets a
+    head of the router's own, with its end-to-end headers and body."""
+    rig.endpoints(a=rig.named("a"))
+    with httpx.Client(timeout=30) as c:
+        for _ in range(3):
+            r = c.get(rig.url + "/hop")
+            assert r.content == b"hop!" and r.headers["x-up"] == "a"
+            assert "keep-alive" not in r.headers and r.headers["content-length"] == "4"
+            r = c.get(rig.url + "/plain")
+            assert r.text == "a:" and r.headers["x-up"] == "a"
 
 
 def test_streamed_answers_arrive_as_they_are_produced(rig: Rig):

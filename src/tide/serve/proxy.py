@@ -131,11 +131,9 @@ class ClientProtocol(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._headers.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        for k, v in self._headers:
-            if k.lower() == b"expect" and v.lower() == b"100-continue" and self.transport:
-                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        expect = len(name) == 6 and name.lower() == b"expect"
+        if expect and value.lower() == b"100-continue" and self.transport:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
         self._size += len(body)
@@ -219,8 +217,8 @@ class Exchange:
     reusable, (False, None) ended otherwise, (False, UpstreamClosed) nothing
     was answered (safe to retry), (False, TimeoutError) no answer in time."""
 
-    __slots__ = ("callback", "chunked", "client", "first_byte", "head_only", "started",
-                 "status")  # fmt: skip
+    __slots__ = ("callback", "chunked", "client", "first_byte", "head_only", "passed",
+                 "started", "status")  # fmt: skip
 
     def __init__(
         self,
@@ -234,6 +232,7 @@ class Exchange:
         self.started = False  # response bytes went to the client (no retry after this)
         self.status = 0
         self.chunked = False
+        self.passed = False  # the response goes to the client as the replica wrote it
         self.first_byte = 0.0  # perf_counter of the response head
 
     def end(self, ok: bool, error: BaseException | None = None) -> None:
@@ -243,7 +242,12 @@ class Exchange:
 
 
 class UpstreamProtocol(asyncio.Protocol):
-    """A keep-alive connection to one replica; one exchange at a time."""
+    """A keep-alive connection to one replica; one exchange at a time.
+
+    A response with a Content-Length and no hop-by-hop header (the common
+    case) passes through as the replica wrote it, byte for byte: httptools
+    only finds where it ends. Any other (chunked, `Connection`, 1xx, HEAD,
+    204/304) gets its head rebuilt and its body framed again."""
 
     def __init__(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
@@ -251,8 +255,9 @@ class UpstreamProtocol(asyncio.Protocol):
         self.ex: Exchange | None = None
         self.open = False
         self.reusable = True
-        self._headers: list[tuple[bytes, bytes]] = []
-        self._reason = b""
+        self.deadline = 0.0  # monotonic time the exchange in progress must end by
+        self._head: list[bytes] = []  # reads of the response until its head is complete
+        self._left = 0  # bytes of a passed-through response still to come
         self._out: list[bytes] = []  # bytes for the client from the current read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -271,6 +276,12 @@ class UpstreamProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         ex = self.ex
+        if self._left:  # passing a response through: the rest of it, not a byte more
+            part = data if len(data) <= self._left else data[: self._left]
+            self._left -= len(part)
+            self._out.append(part)
+        elif ex is not None and not ex.started:
+            self._head.append(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
@@ -278,62 +289,56 @@ class UpstreamProtocol(asyncio.Protocol):
             if self.transport:
                 self.transport.close()
         if self._out and ex is not None:  # what this read produced: one write, not one per part
-            ex.client.write(b"".join(self._out))
-            self._out.clear()
+            self._flush(ex)
             if not ex.client._writable.is_set() and self.transport is not None:
                 # a slow client: stop reading the replica until it catches up
                 self.transport.pause_reading()
                 asyncio.get_running_loop().create_task(self._resume_when(ex.client))
 
+    def _flush(self, ex: Exchange) -> None:
+        ex.client.write(self._out[0] if len(self._out) == 1 else b"".join(self._out))
+        self._out.clear()
+
     def send(self, ex: Exchange, payload: bytes) -> None:
         self.ex = ex
-        self._headers = []
+        self._head = []
+        self._left = 0
         assert self.transport is not None
         self.transport.write(payload)
 
     # httptools callbacks
-    def on_status(self, reason: bytes) -> None:
-        self._reason += reason
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name, value))
-
     def on_headers_complete(self) -> None:
         ex = self.ex
         if ex is None:
             return
         status = self.parser.get_status_code()
-        if status < 200:  # 1xx: wait for the real response
-            self._headers, self._reason = [], b""
+        data = b"".join(self._head)
+        end = _head_end(data)
+        if status < 200:  # 1xx: drop it, wait for the real response
+            self._head = [data[end:]]
             return
+        self._head = []
         ex.status, ex.started = status, True
-        length = None
-        out = [b"HTTP/1.1 %d " % status, self._reason or b"OK", b"\r\n"]
-        for k, v in self._headers:
-            lk = k.lower()
-            if lk == b"content-length":
-                length = v
-            elif lk not in HOP:
-                out += [k, b": ", v, b"\r\n"]
-        if ex.head_only or status in (204, 304):
-            if length is not None:
-                out += [b"Content-Length: ", length, b"\r\n"]
-        elif length is not None:
-            out += [b"Content-Length: ", length, b"\r\n"]
-        else:
-            ex.chunked = True
-            out.append(b"Transfer-Encoding: chunked\r\n")
-        out.append(b"\r\n")
-        self._reason = b""
-        self._out.append(b"".join(out))
         ex.first_byte = time.perf_counter()
+        reason, headers = _parse_head(data[:end])
+        length = _passable(headers) if not ex.head_only and status not in (204, 304) else None
+        if length is not None:  # the response as it is; the body follows it
+            whole = end + length
+            if len(data) > whole:  # more than one response: a broken replica
+                self.reusable = False
+            self._out.append(data[:whole])
+            self._left = max(0, whole - len(data))
+            ex.chunked = False
+            ex.passed = True
+            return
+        self._out.append(_rebuilt_head(ex, status, reason, headers))
         if ex.head_only:  # httptools cannot know a HEAD response has no body
             self.reusable = False
             self._finish(True)
 
     def on_body(self, body: bytes) -> None:
         ex = self.ex
-        if ex is None:
+        if ex is None or ex.passed:
             return
         if ex.chunked:
             self._out.append(b"%x\r\n%s\r\n" % (len(body), body))
@@ -356,7 +361,70 @@ class UpstreamProtocol(asyncio.Protocol):
     def _finish(self, ok: bool) -> None:
         ex, self.ex = self.ex, None
         if ex is not None:
+            if self._out:  # the answer is out before the exchange ends (the client may close)
+                self._flush(ex)
             ex.end(ok)
+
+
+def _head_end(data: bytes) -> int:
+    """Where the response head ends in `data` (after its blank line)."""
+    crlf = data.find(b"\r\n\r\n")
+    lf = data.find(b"\n\n")
+    if crlf >= 0 and (lf < 0 or crlf < lf):
+        return crlf + 4
+    return lf + 2 if lf >= 0 else len(data)
+
+
+def _parse_head(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """(reason phrase, headers) of a head httptools already accepted."""
+    lines = head.replace(b"\r\n", b"\n").split(b"\n")
+    parts = lines[0].split(b" ", 2)
+    reason = parts[2].strip() if len(parts) > 2 else b""
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines[1:]:
+        if not line:
+            continue
+        if line[:1] in (b" ", b"\t") and headers:  # an obsolete folded line
+            k, v = headers[-1]
+            headers[-1] = (k, v + b" " + line.strip())
+            continue
+        k, _, v = line.partition(b":")
+        headers.append((k.strip(), v.strip()))
+    return reason, headers
+
+
+def _passable(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """The Content-Length of a response that can pass through unchanged, else None."""
+    length = None
+    for k, v in headers:
+        lk = k.lower()
+        if lk == b"content-length":
+            if length is not None or not v.isdigit():
+                return None
+            length = int(v)
+        elif lk in HOP:
+            return None
+    return length
+
+
+def _rebuilt_head(
+    ex: Exchange, status: int, reason: bytes, headers: list[tuple[bytes, bytes]]
+) -> bytes:
+    length = None
+    out = [b"HTTP/1.1 %d " % status, reason or b"OK", b"\r\n"]
+    for k, v in headers:
+        lk = k.lower()
+        if lk == b"content-length":
+            length = v
+        elif lk not in HOP:
+            out += [k, b": ", v, b"\r\n"]
+    if length is not None:
+        out += [b"Content-Length: ", length, b"\r\n"]
+    elif not ex.head_only and status not in (204, 304):
+        ex.chunked = True
+        out.append(b"Transfer-Encoding: chunked\r\n")
+    out.append(b"\r\n")
+    return b"".join(out)
 
 
 class UpstreamPool:

@@ -49,6 +49,7 @@ from tide.serve.proxy import (
     Request,
     UpstreamClosed,
     UpstreamPool,
+    UpstreamProtocol,
     UpstreamRefused,
     simple_response,
 )
@@ -56,7 +57,9 @@ from tide.serve.proxy import (
 MAX_TRIES = 3
 EJECT_SECONDS = 2.0
 UPSTREAM_TIMEOUT = 600.0
+SWEEP_SECONDS = 1.0  # how often exchanges past UPSTREAM_TIMEOUT are looked for
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CLASSES = tuple(f"{k}xx" for k in range(6))  # status // 100 -> its class
 RECENT = 20_000  # latency samples kept for windowed percentiles
 
 
@@ -119,7 +122,7 @@ class Stats:
         self._t = now
 
     def answered(self, status: int, ttfb: float, total: float) -> None:
-        key = f"{status // 100}xx"
+        key = CLASSES[status // 100] if 0 <= status < 600 else "other"
         self.codes[key] = self.codes.get(key, 0) + 1
         self.ttfb.add(ttfb)
         self.latency.add(total)
@@ -153,6 +156,8 @@ class Router:
         self._ready = asyncio.Event()
         self._rr = 0
         self.generation = 0  # of the last endpoint update
+        self._busy: dict[UpstreamProtocol, tuple[float, Exchange]] = {}  # exchanges under way
+        self._sweeper: asyncio.TimerHandle | None = None
 
     # --- endpoints ---------------------------------------------------------------------
 
@@ -192,10 +197,11 @@ class Router:
 
     def pick(self) -> Endpoint | None:
         now = time.monotonic()
-        ready = [ep for ep in self.endpoints.values() if ep.usable(now)]
-        if not ready:
-            return None
+        eps = self.endpoints.values()
+        ready = [ep for ep in eps if not ep.draining and now >= ep.ejected_until]
         self._rr += 1
+        if len(ready) < 2:
+            return ready[0] if ready else None
         return ready[least_outstanding([ep.outstanding for ep in ready], self._rr)]
 
     async def _wait_ready(self, deadline: float) -> Endpoint | None:
@@ -232,10 +238,9 @@ class Router:
         st.tick()
         st.inflight += 1
         ep.outstanding += 1
-        loop = asyncio.get_running_loop()
 
         def finished(ok: bool, error: BaseException | None) -> None:
-            timer.cancel()
+            self._busy.pop(conn, None)
             st.tick()
             st.inflight -= 1
             self._release(ep)
@@ -252,9 +257,27 @@ class Router:
             client.done(req)
 
         ex = Exchange(client, req.method == b"HEAD", finished)
-        timer = loop.call_later(UPSTREAM_TIMEOUT, ex.end, False, TimeoutError())
+        self._watch(conn, ex)
         conn.send(ex, req.encode(ep.pool.hostport, client.peer))
         return True
+
+    def _watch(self, conn: UpstreamProtocol, ex: Exchange) -> None:
+        """The exchange must end within UPSTREAM_TIMEOUT (one sweep a second checks,
+        not a timer per request: a uvloop timer made and cancelled costs more than
+        the rest of the request's Python)."""
+        self._busy[conn] = (time.monotonic() + UPSTREAM_TIMEOUT, ex)
+        if self._sweeper is None:
+            loop = asyncio.get_running_loop()
+            self._sweeper = loop.call_later(SWEEP_SECONDS, self._sweep)
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        late = [ex for deadline, ex in self._busy.values() if deadline <= now]
+        for ex in late:
+            ex.end(False, TimeoutError())
+        self._sweeper = None
+        if self._busy:
+            self._sweeper = asyncio.get_running_loop().call_later(SWEEP_SECONDS, self._sweep)
 
     async def handle(self, req: Request, client: ClientProtocol) -> None:
         st = self.stats
@@ -309,8 +332,8 @@ class Router:
             conn, fresh = await ep.pool.get()
             done: asyncio.Future[bool] = loop.create_future()
             ex = Exchange(client, req.method == b"HEAD", _resolver(done))
+            self._watch(conn, ex)
             conn.send(ex, payload)
-            timer = loop.call_later(UPSTREAM_TIMEOUT, ex.end, False, TimeoutError())
             try:
                 ok = await done
             except UpstreamClosed:
@@ -321,7 +344,7 @@ class Router:
                 self._timed_out(conn, ex, client, req)
                 return ex
             finally:
-                timer.cancel()
+                self._busy.pop(conn, None)
             if ok:
                 ep.pool.put(conn)
             return ex
