@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from serverproc import STORES, pg_schema, pg_url, store_args
 
-_PG = pg_url()  # some tests import it: None where PostgreSQL is absent
+_PG = pg_url()  # None where PostgreSQL is absent (new tests: serverproc.pg_url, store_args)
 
 
 @pytest.fixture(params=STORES)
