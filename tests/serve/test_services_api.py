@@ -210,10 +210,24 @@ def test_a_command_that_cannot_start_backs_off_and_a_fixed_spec_starts_at_once(
     served: Any,
 ) -> None:
     """CrashLoopBackOff: replicas that fail before being ready are replaced after a
-    doubling delay (not one job per controller tick); a new template starts at once."""
+    doubling delay (not one job per controller tick); a new template starts at once.
+    `tide service ls` says so, with the last exit, and Active once fixed."""
+    env = {**os.environ, "TIDE_URL": served.url, "TIDE_TOKEN": served.tokens["alice"]}
+
+    def ls() -> str:
+        out = subprocess.run([sys.executable, "-m", "tide.cli.main", "service", "ls"], env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return next((line for line in out.stdout.splitlines() if line.startswith("crash ")), "")
+
     with served.client(served.tokens["alice"]) as c:
-        r = apply(c, spec("crash", replicas=2, command="/bin/false"), served.work)
+        r = apply(c, spec("crash", replicas=2, command="echo loading; exit 3"), served.work)
         assert r.status_code == 201, r.text
+        line = wait_for("ls: CrashLoopBackOff", lambda: "CrashLoopBackOff" in (x := ls()) and x,
+                        120)  # fmt: skip
+        assert "0/2" in line and "exit code 3" in line and "in a row" in line, line
+        (item,) = [x for x in c.get("/v1/services").json()["services"] if x["name"] == "crash"]
+        assert item["state"] == "Active" and item["status"] == "CrashLoopBackOff", item
 
         def backoff(delay: int) -> dict[str, Any] | None:
             s = show(c, "crash")
@@ -231,6 +245,8 @@ def test_a_command_that_cannot_start_backs_off_and_a_fixed_spec_starts_at_once(
         assert apply(c, spec("crash", replicas=2), served.work).json()["result"] == "configured"
         s = wait_for("2 ready replicas of the fixed spec",
                      lambda: (x := show(c, "crash"))["ready"] == 2 and x, 120)  # fmt: skip
+        assert s["status"] == "Active", s["status_reason"]
+        assert " Active " in ls() + " "
         (last,) = [e for e in s["events"] if e["kind"] == "backoff"][-1:]
         until = last["time"] + float(last["message"].split("starts in ")[1].split()[0])
         fixed = [x for x in s["replicas"] if x["generation"] == 2]

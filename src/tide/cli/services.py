@@ -61,6 +61,11 @@ def apply(
 def ls(as_json: JsonOpt = False) -> None:
     """List services (yours; operators see all), like kubectl get deployments.
 
+    STATUS: Active (all desired replicas ready), Progressing (replicas starting),
+    Degraded (one failed or is not ready), CrashLoopBackOff (replicas end before
+    ever being ready: REASON has the last exit and when the next one starts),
+    Deleting.
+
     Example: tide service ls
     """
     with api() as c:
@@ -77,12 +82,13 @@ def ls(as_json: JsonOpt = False) -> None:
             s["replicas"],
             s["generation"],
             s["url"],
-            s["state"],
+            s.get("status", s["state"]),
             duration(now - s["created"]),
+            s.get("status_reason", "") if s.get("status") not in (None, "Active") else "",
         ]
         for s in items
     ]
-    table(["NAME", "USER", "READY", "REPLICAS", "GEN", "URL", "STATE", "AGE"], rows)
+    table(["NAME", "USER", "READY", "REPLICAS", "GEN", "URL", "STATUS", "AGE", "REASON"], rows)
 
 
 @service_app.command("show")
@@ -102,8 +108,10 @@ def show(name: Name, as_json: JsonOpt = False) -> None:
 def _print_show(s: dict[str, Any]) -> None:
     print(
         f"Service={s['name']} User={s['user']} Account={s['account']} "
-        f"Partition={s['partition']} State={s['state']}"
+        f"Partition={s['partition']} State={s['state']} Status={s.get('status', '')}"
     )
+    if s.get("status_reason"):
+        print(f"   Reason={s['status_reason']}")
     print(
         f"   URL={s['url']} Generation={s['generation']} Desired={s['desired']} "
         f"Ready={s['ready']} GPUHours={s['gpu_hours']:.3f}"

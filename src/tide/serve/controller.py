@@ -458,6 +458,12 @@ class ServiceController:
             time.sleep(0.05)
         return False
 
+    def backoff_until(self, name: str) -> float | None:
+        """When the service's next replica may start, while it backs off a crash loop."""
+        with self.lock:
+            rt = self.runtimes.get(name)
+            return rt.backoff_until if rt is not None and rt.backoff_until else None
+
     def snapshot(self) -> dict[str, dict[str, Any] | None]:
         """Latest router stats per service (for the API and metrics)."""
         with self.lock:

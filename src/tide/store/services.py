@@ -42,6 +42,12 @@ def replicas(s: Session, name: str, live: bool = True) -> list[ReplicaRow]:
     return list(s.scalars(q))
 
 
+def recent_replicas(s: Session, name: str, limit: int = 20) -> list[ReplicaRow]:
+    """The service's last `limit` replicas, live or ended, latest first."""
+    q = select(ReplicaRow).where(ReplicaRow.service == name)
+    return list(s.scalars(q.order_by(ReplicaRow.id.desc()).limit(limit)))
+
+
 def live_replicas(s: Session) -> list[ReplicaRow]:
     q = select(ReplicaRow).where(ReplicaRow.state.in_(LIVE_REPLICA)).order_by(ReplicaRow.id)
     return list(s.scalars(q))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tide.serve import replicas as rep
+from tide.serve.health import ReplicaFacts, service_health
 from tide.serve.spec import SpecError, parse_service
 from tide.server.auth import Principal
 from tide.server.errors import bad_request, conflict, forbidden, not_found
@@ -197,17 +198,33 @@ def _clamp(spec: Any, desired: int, now: float) -> int:
 
 
 def listing(ctl: Ctl, who: Principal) -> list[dict[str, Any]]:
+    now = time.time()
     with ctl.sessions() as s:
         rows = svcrepo.listing(s, None if who.operator else who.user)
         live = svcrepo.live_replicas(s)
+        recent = {row.name: svcrepo.recent_replicas(s, row.name) for row in rows}
     out = []
     for row in rows:
         mine = [r for r in live if r.service == row.name]
         item = _summary(row, ctl)
         item["ready"] = sum(r.state == "Ready" for r in mine)
         item["replicas"] = len([r for r in mine if r.state != "Draining"])
+        item.update(_health(ctl, row, mine + recent[row.name], now))
         out.append(item)
     return out
+
+
+def _health(ctl: Ctl, row: ServiceRow, reps: list[Any], now: float) -> dict[str, str]:
+    """The service's status word and its reason (tide.serve.health)."""
+    facts = {
+        r.id: ReplicaFacts(
+            r.id, r.job_id, r.generation, r.state, r.created, r.ready, r.ended, r.reason
+        )
+        for r in reps
+    }
+    until = ctl.services.backoff_until(row.name) if ctl.services else None
+    h = service_health(row.state, row.desired, row.generation, list(facts.values()), now, until)
+    return {"status": h.status, "status_reason": h.reason}
 
 
 def _summary(row: ServiceRow, ctl: Ctl) -> dict[str, Any]:
@@ -232,9 +249,11 @@ def show(ctl: Ctl, who: Principal, name: str) -> dict[str, Any]:
     with ctl.sessions() as s:
         row = _row(s, who, name, "see")
         reps = svcrepo.replicas(s, name, live=False)[-50:]
+        live = svcrepo.replicas(s, name, live=True)
         events = svcrepo.events(s, name, limit=40)
         gpu_seconds = svcrepo.gpu_seconds(s, name, now)
     out = _summary(row, ctl)
+    out.update(_health(ctl, row, live + reps, now))
     out["spec"] = json.loads(row.spec)
     out["replicas"] = [
         {"id": r.id, "job_id": r.job_id, "generation": r.generation, "state": r.state,
