@@ -52,6 +52,8 @@ async def app(scope, receive, send):
         return
     if path == "/slow":
         await asyncio.sleep(1.5)
+    if path == "/hang":
+        await asyncio.sleep(60)
     out = NAME + b":" + body
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-length", str(len(out)).encode()), (b"x-up", NAME)]})
@@ -67,7 +69,7 @@ def free_port() -> int:
 
 
 class Rig:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, buffer: float = 1.5) -> None:
         self.tmp = tmp
         self.procs: list[subprocess.Popen[bytes]] = []
         self.ups: dict[str, int] = {}
@@ -77,7 +79,7 @@ class Rig:
         self.procs.append(subprocess.Popen([
             sys.executable, "-m", "tide.serve.router", "--name", "t", "--port", str(self.port),
             "--token-file", str(tmp / "token"), "--state-file", str(tmp / "r.json"),
-            "--buffer", "1.5"]))  # fmt: skip
+            "--buffer", str(buffer)]))  # fmt: skip
         state = wait_for("the router", lambda: (tmp / "r.json").exists()
                          and json.loads((tmp / "r.json").read_text()), 30)  # fmt: skip
         self.admin = f"http://127.0.0.1:{state['admin_port']}"
@@ -298,3 +300,45 @@ def test_a_router_that_cannot_start_is_restarted_with_back_off(tmp_path: Path):
                      lambda: "address already in use" in log.read_text(), 60)  # fmt: skip
         finally:
             h.stop()
+
+
+def test_a_router_that_dies_has_its_guardian_answer_what_it_held(tmp_path: Path):
+    """kill -9 of the router: its guardian answers each request it held with a 502
+    that says whether a replica had it (tide.serve.guardian) and closes idle
+    connections, instead of the clients seeing bare resets."""
+    rig = Rig(tmp_path, buffer=60)
+    try:
+        rig.endpoints(a=rig.upstream("a"))
+        idle = socket.create_connection(("127.0.0.1", rig.port), timeout=60)
+        idle.sendall(b"GET /i HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert idle.recv(65536).startswith(b"HTTP/1.1 200 "), "the idle connection's answer"
+        out: dict[str, httpx.Response | Exception] = {}
+
+        def call(key: str, path: str) -> None:
+            try:
+                out[key] = httpx.get(rig.url + path, timeout=60)
+            except httpx.HTTPError as e:
+                out[key] = e
+
+        calls = [threading.Thread(target=call, args=("at_replica", "/hang"))]
+        calls[0].start()
+        wait_for("a request at the replica", lambda: rig.stats()["inflight"] == 1, 30)
+        rig.endpoints()  # no replica left: the next request waits at the router
+        calls.append(threading.Thread(target=call, args=("waiting", "/w")))
+        calls[1].start()
+        wait_for("a request waiting", lambda: rig.stats()["buffered"] == 1, 30)
+        rig.procs[0].kill()
+        for t in calls:
+            t.join(60)
+        at, waiting = out["at_replica"], out["waiting"]
+        assert isinstance(at, httpx.Response) and at.status_code == 502, at
+        assert at.json()["reached_replica"] is True and "may have run" in at.json()["error"]
+        assert isinstance(waiting, httpx.Response) and waiting.status_code == 502, waiting
+        assert waiting.json()["reached_replica"] is False
+        assert "safe to send again" in waiting.json()["error"]
+        assert idle.recv(65536) == b""  # closed, not left hanging
+        idle.close()
+    finally:
+        for p in rig.procs:  # the replica still sleeps on /hang
+            p.kill()
+            p.wait(timeout=30)

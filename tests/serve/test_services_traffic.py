@@ -226,4 +226,8 @@ def test_a_killed_router_is_replaced_and_loses_only_what_it_held(served: Any) ->
         lost = load.failures()
         assert len(lost) <= 3, lost  # at most the one request each client had in flight
         assert all("refused" not in why for _, _, why in lost), lost
+        # the dead router's guardian answered what it held: a 502 that says so (a
+        # request sent on a connection the moment it was closed may see the close)
+        told = [why for _, code, why in lost if code == 502 and "router stopped" in why]
+        assert len(told) >= 1 and all(code in (0, 502) for _, code, _ in lost), lost
         c.delete("/v1/services/rk")

@@ -22,6 +22,8 @@ from typing import Any
 
 import httptools
 
+from tide.serve.guardian import ANSWERING, IDLE, RECEIVED, SENT, Guard
+
 MAX_BODY = 16 * 1024 * 1024
 HOP = {
     b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
@@ -80,9 +82,12 @@ class ClientProtocol(asyncio.Protocol):
         self,
         handle: Callable[[Request, ClientProtocol], Any],
         fast: Callable[[Request, ClientProtocol], bool] | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self._handle = handle
         self._fast = fast
+        self._guard = guard
+        self._slot = -1  # in the guardian's journal (tide.serve.guardian)
         self._busy = False
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
@@ -103,10 +108,20 @@ class ClientProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = str(peer[0]).encode()
+        if self._guard is not None:
+            self._slot = self._guard.adopt(transport.get_extra_info("socket"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._writable.set()
+        if self._slot >= 0 and self._guard is not None:
+            self._guard.release(self._slot)
+            self._slot = -1
+
+    def mark(self, state: int) -> None:
+        """Where the request in progress is, for the guardian (tide.serve.guardian)."""
+        if self._slot >= 0 and self._guard is not None:
+            self._guard.journal[self._slot] = state
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -160,6 +175,7 @@ class ClientProtocol(asyncio.Protocol):
             return
         req = self._queue.popleft()
         self._busy = True
+        self.mark(RECEIVED)
         if self.transport and len(self._queue) <= 8:
             self.transport.resume_reading()
         if self._fast is not None and self._fast(req, self):
@@ -177,6 +193,7 @@ class ClientProtocol(asyncio.Protocol):
     def done(self, req: Request) -> None:
         """The request's answer is out: on to the next one."""
         self._busy = False
+        self.mark(IDLE)
         if not req.keep_alive:
             self.close()
             return
@@ -185,6 +202,7 @@ class ClientProtocol(asyncio.Protocol):
     # used by exchanges
     def write(self, data: bytes) -> None:
         if not self.closed and self.transport is not None:
+            self.mark(ANSWERING)
             self.transport.write(data)
 
     async def drain(self) -> None:
@@ -304,6 +322,7 @@ class UpstreamProtocol(asyncio.Protocol):
         self._head = []
         self._left = 0
         assert self.transport is not None
+        ex.client.mark(SENT)
         self.transport.write(payload)
 
     # httptools callbacks

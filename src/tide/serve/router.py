@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tide.sched.serving.routing import least_outstanding
+from tide.serve.guardian import Guard
 from tide.serve.proxy import (
     ClientProtocol,
     Exchange,
@@ -57,6 +58,7 @@ from tide.serve.proxy import (
 MAX_TRIES = 3
 EJECT_SECONDS = 2.0
 UPSTREAM_TIMEOUT = 600.0
+DRAIN_SECONDS = 3.0  # a stopping router answers what it holds for this long at most
 SWEEP_SECONDS = 1.0  # how often exchanges past UPSTREAM_TIMEOUT are looked for
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CLASSES = tuple(f"{k}xx" for k in range(6))  # status // 100 -> its class
@@ -460,7 +462,7 @@ class Admin:
         return 404, b'{"error": "no such admin route"}'
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, guard: Guard | None = None) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -470,7 +472,7 @@ async def serve(args: argparse.Namespace) -> None:
     admin = Admin(router, token, stop)
 
     def client() -> ClientProtocol:
-        return ClientProtocol(router.handle, router.fast)
+        return ClientProtocol(router.handle, router.fast, guard)
 
     if args.fd >= 0:  # the controller's listening socket: it outlives this process
         listening = socket.socket(fileno=args.fd)
@@ -491,8 +493,11 @@ async def serve(args: argparse.Namespace) -> None:
         tmp.replace(args.state_file)
     print(json.dumps(state), flush=True)
     await stop.wait()
-    main.close()
+    main.close()  # new connections wait in the socket's backlog for the next router
     side.close()
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while router.stats.inflight > 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)  # what it holds is answered; then the guardian answers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -505,13 +510,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--buffer", type=float, default=30.0)
     p.add_argument("--state-file", default="")
     p.add_argument("--fd", type=int, default=-1, help="an inherited listening socket")
+    p.add_argument(
+        "--no-guardian",
+        action="store_true",
+        help="no guardian process answering for a router that dies (tide.serve.guardian)",
+    )
     args = p.parse_args(argv)
+    guard = None if args.no_guardian else Guard(args.name)  # forks: before any event loop
     try:
         import uvloop
     except ImportError:  # plain asyncio works, a little slower
-        asyncio.run(serve(args))
+        asyncio.run(serve(args, guard))
     else:
-        uvloop.run(serve(args))
+        uvloop.run(serve(args, guard))
     return 0
 
 
