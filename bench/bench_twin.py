@@ -71,11 +71,11 @@ def _traces() -> Path | None:
                   "/work/shared/traces")  # fmt: skip
 
 
-def _run(cmd: list[str]) -> tuple[float, float, float, str]:
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
     """(wall s, user + sys s, peak RSS MB, stdout) of one process (wait4: its own rusage)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -88,8 +88,8 @@ def _run(cmd: list[str]) -> tuple[float, float, float, str]:
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, text
 
 
-def _measure(cmd: list[str], reps: int) -> Timing:
-    runs = [_run(cmd) for _ in range(reps)]
+def _measure(cmd: list[str], reps: int, env: dict[str, str] | None = None) -> Timing:
+    runs = [_run(cmd, env) for _ in range(reps)]
     lines = runs[-1][3].strip().splitlines()
     extra = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
     return Timing(
@@ -126,22 +126,27 @@ class _Budget(Exception):
     pass
 
 
-def child_general(scenario: str, policy: str, budget: str) -> None:
-    """The general engine on a generated scenario: jobs fed per second of wall time.
-    With a budget (seconds, 0 = none) the run stops there and the rate is that of
-    the jobs fed so far (the engine reads the workload as simulated time goes)."""
+def child_general(scenario: str, policy: str, budget: str, most: str = "0") -> None:
+    """The general engine on a generated scenario: jobs fed per second of wall time
+    and of CPU time (user + sys of this process: the figure that holds on a loaded
+    machine). With a budget (seconds, 0 = none) the run stops there and the rate is
+    that of the jobs fed so far (the engine reads the workload as simulated time
+    goes); with `most` > 0 it stops once that many jobs were fed (the same work for
+    every tree it runs on)."""
     from tide.sim.runner import WorkloadOptions, load_inputs, run_policy
 
     inputs = load_inputs(None, scenario, None, WorkloadOptions())
     jobs = list(inputs.jobs())  # generate once, time the simulation only
-    limit = float(budget)
+    limit, cap = float(budget), int(most)
     fed, last_t = 0, 0.0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
 
     def feed() -> Iterator[SimJob]:
         nonlocal fed
         for job in jobs:
             if limit and fed % 256 == 0 and time.perf_counter() - t0 > limit:
+                raise _Budget
+            if cap and fed >= cap:
                 raise _Budget
             fed += 1
             yield job
@@ -157,8 +162,9 @@ def child_general(scenario: str, policy: str, budget: str) -> None:
         completed, gpus = run.metrics["jobs_completed"], run.capacity_gpus
     except _Budget:
         done, completed, gpus = False, -1, -1
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     facts = {"jobs": len(jobs), "fed": fed, "seconds": dt, "nodes": len(inputs.cluster.nodes)}
+    facts["cpu"] = cpu
     facts |= {"gpus": gpus, "completed": completed, "done": float(done), "virtual_t": last_t}
     print(json.dumps(facts))
 
@@ -222,6 +228,23 @@ def main() -> None:
     ap.add_argument("--no-general", action="store_true", help="skip seed004 and month1000")
     ap.add_argument("--general-budget", type=float, default=300.0,
                     help="seconds per general-engine run (0 = to the end)")  # fmt: skip
+    ap.add_argument(
+        "--general-jobs",
+        type=int,
+        default=0,
+        help="stop each general-engine run once this many jobs were fed "
+        "(0 = at the budget or the end): the same work in every tree",
+    )
+    ap.add_argument(
+        "--scenarios", default="seed004,month1000", help="general-engine presets to run"
+    )
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="another tide checkout (e.g. /work/main): its src/ runs the same "
+        "general-engine runs in this run, for a CPU-time ratio",
+    )
+    ap.add_argument("--no-swf", action="store_true", help="skip the SDSC-SP2 rows")
     ap.add_argument("--modes", default="easy,conservative")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -230,6 +253,9 @@ def main() -> None:
         (child_twin if kind == "twin" else child_general)(*rest)
         return
 
+    if a.no_swf:
+        _general(a)
+        return
     traces = _traces()
     swf = traces / "sdsc-sp2" / "SDSC-SP2-1998-4.2-cln.swf.gz" if traces else None
     if swf is None or not swf.exists():
@@ -272,16 +298,38 @@ def main() -> None:
     _summary(rows)
     if not a.no_general:
         print()
-        for scenario in ("seed004", "month1000"):
-            cmd = [py, __file__, "--child", "general", scenario, "slurm", str(a.general_budget)]
-            t = _measure(cmd, 1)
+        _general(a)
+
+
+def _general(a: argparse.Namespace) -> None:
+    """The general engine on presets: jobs fed per wall and per CPU second; with
+    --baseline-src the same runs on that tree, and the CPU ratio."""
+    trees: list[tuple[str, dict[str, str] | None]] = [("this tree", None)]
+    if a.baseline_src is not None:
+        env = dict(os.environ, PYTHONPATH=str(a.baseline_src.resolve() / "src"))
+        trees.insert(0, (f"baseline {a.baseline_src}", env))
+    for scenario in a.scenarios.split(","):
+        cpu: dict[str, float] = {}
+        for who, env in trees:
+            cmd = [sys.executable, __file__, "--child", "general", scenario, "slurm",
+                   str(a.general_budget), str(a.general_jobs)]  # fmt: skip
+            t = _measure(cmd, a.reps, env)
             e = t.extra
-            rate = e["fed"] / e["seconds"]
-            what = (f"all {e['jobs']:,.0f} jobs" if e["done"] else f"{e['fed']:,.0f} of "
-                    f"{e['jobs']:,.0f} jobs (budget; virtual time {e['virtual_t'] / 3600:.1f} h)")
-            head = f"general engine, {scenario} ({e['nodes']:.0f} nodes, slurm policy)"
-            print(f"{head}: {what} in {e['seconds']:.1f} s = {rate:,.0f} jobs/s, "
-                  f"peak RSS {t.rss_mb:.0f} MB")  # fmt: skip
+            cpu[who] = e["cpu"] / max(1, e["fed"])
+            what = (
+                f"all {e['jobs']:,.0f} jobs"
+                if e["done"]
+                else f"{e['fed']:,.0f} of "
+                f"{e['jobs']:,.0f} jobs (cut; virtual time {e['virtual_t'] / 3600:.1f} h)"
+            )
+            head = f"general engine, {scenario} ({e['nodes']:.0f} nodes, slurm), {who}"
+            fed = e["fed"]
+            rates = f"{fed / e['seconds']:,.0f} jobs/s wall, {fed / e['cpu']:,.0f} jobs/CPU-s"
+            print(f"{head}: {what} in {e['seconds']:.1f} s wall, {e['cpu']:.1f} s CPU = "
+                  f"{rates}, peak RSS {t.rss_mb:.0f} MB")  # fmt: skip
+        if len(cpu) == 2:
+            base, ours = cpu.values()
+            print(f"  {scenario}: CPU per job, baseline / this tree = x{base / ours:.2f}")
 
 
 def _bytecode(python: str, tree: Path) -> None:

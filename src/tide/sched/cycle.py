@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from tide.sched.types import Allocation, Decisions, PendingInfo, Reason, Snapsho
 from tide.sched.wake import eligible_since, next_wake
 
 INF = float("inf")
+_STATE = attrgetter("state")
 LOST_WORK, PRIORITY_ORDER = "lost_work", "priority"  # victim orders (docs/preemption.md)
 VICTIM_ORDERS = (LOST_WORK, PRIORITY_ORDER)
 
@@ -109,6 +111,9 @@ class CycleMemo:
         self._prio_shared: tuple | None = None  # `priorities`: what the kept rows share
         self._prio: dict[int, tuple] = {}
         self._least: tuple[float, float] = (INF, INF)
+        self._states: list[object] = []  # `schedulable`: node states it was computed for
+        self._up = b""
+        self._schedulable = np.zeros(0, dtype=bool)
 
     def validate(self, accounts: AccountTree, usable: np.ndarray) -> None:
         """Forget every context when the accounts or the usable nodes changed."""
@@ -121,6 +126,17 @@ class CycleMemo:
             self._contexts.clear()
             self._seen.clear()
             self._accounts, self._version, self._usable = accounts, accounts.version, mask
+
+    def schedulable(self, snap: Snapshot, ix: ClusterIndex) -> np.ndarray:
+        """A fresh mask of the nodes that take new work (up, and a state that
+        schedules); computed again only when a node's state or ix.up changed,
+        which a cycle over a thousand nodes otherwise pays every time."""
+        states = list(map(_STATE, snap.cluster.nodes))
+        up = ix.up.tobytes()
+        if states != self._states or up != self._up:
+            self._states, self._up = states, up
+            self._schedulable = ix.up & np.array([st.schedulable for st in states], dtype=bool)
+        return self._schedulable.copy()
 
     def smallest(
         self, cyc: Cycle, jobs: list[Job], needs: Callable[[Cycle, Job], tuple[float, float]]
@@ -215,10 +231,9 @@ def open_cycle(
     pods included; None: built from snap.running), node states, the running
     jobs counted against the limits, advance reservations held."""
     usage = usage.copy() if usage is not None else usage_from(ix, snap)
-    usage.usable = ix.up & np.array([n.state.schedulable for n in snap.cluster.nodes])
+    usage.usable = memo.schedulable(snap, ix)
     limits = LimitChecker(snap.accounts, ledger_for(snap.quotas, snap.accounts, ix.gpu_type))
-    for r in snap.running:
-        limits.add(r.job, r.alloc.gpu_count)
+    limits.add_running(snap.running)
     memo.validate(snap.accounts, usage.usable)
     cyc = Cycle(snap, ix, usage, limits, memo, victim_order)
     if any(r.end > snap.now for r in snap.reservations):

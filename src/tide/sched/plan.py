@@ -47,6 +47,7 @@ class Holds:
     def __init__(self) -> None:
         self._n = 0
         self._data = {name: np.zeros(16, dtype=dt) for name, dt in self._COLS}
+        self._views: tuple[np.ndarray, ...] | None = None  # `arrays` until the next add
 
     def add(
         self,
@@ -68,9 +69,14 @@ class Holds:
         for (name, _), value in zip(self._COLS, row, strict=True):
             self._data[name][self._n] = value
         self._n += 1
+        self._views = None
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return tuple(self._data[name][: self._n] for name, _ in self._COLS)
+        """The columns, as views (read-only use: a pass reads them many times
+        between two holds)."""
+        if self._views is None:
+            self._views = tuple(self._data[name][: self._n] for name, _ in self._COLS)
+        return self._views
 
     def __len__(self) -> int:
         return self._n

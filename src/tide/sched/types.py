@@ -77,10 +77,11 @@ class NodeAlloc:
 class Allocation:
     job_id: int
     nodes: tuple[NodeAlloc, ...]
+    # counted once: every cycle reads it for every running job (limits, samples)
+    gpu_count: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def gpu_count(self) -> int:
-        return sum(len(n.gpus) for n in self.nodes)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpu_count", sum(len(n.gpus) for n in self.nodes))
 
     @property
     def node_indices(self) -> tuple[int, ...]:

@@ -69,6 +69,7 @@ class Active:
     token: int  # matches its END event; a requeue makes old events stale
     work_left: float  # seconds of work this attempt must do
     paused: float = 0.0  # seconds this attempt spent suspended (resumed since)
+    seen: Running | None = None  # how the core last saw it (Engine._running reuses it)
 
 
 @dataclass(slots=True)
@@ -491,10 +492,7 @@ class Engine:
             config=self.config,
             now=now,
             pending=list(self.pending.values()),
-            running=[
-                Running(a.job, a.alloc, a.start, self._planned_end(a, now))
-                for a in self.active.values()
-            ],
+            running=self._running(now),
             accounts=self.accounts,
             usage=self.fs_usage,
             finished=self.finished,
@@ -568,6 +566,23 @@ class Engine:
         """When the attempt was suspended (it works no more since); inf if running."""
         sus = self.suspended.get(act.job.id)
         return sus.since if sus is not None else math.inf
+
+    def _running(self, now: float) -> list[Running]:
+        """The running jobs as the core sees them. Without preemption under way
+        each is the same as at the last cycle unless its limit moved (a resume):
+        kept, not built again every cycle."""
+        if self.preempting or self.suspended:
+            return [
+                Running(a.job, a.alloc, a.start, self._planned_end(a, now))
+                for a in self.active.values()
+            ]
+        out = []
+        for a in self.active.values():
+            r = a.seen
+            if r is None or r.end != a.limit_end:
+                r = a.seen = Running(a.job, a.alloc, a.start, a.limit_end)
+            out.append(r)
+        return out
 
     def _planned_end(self, act: Active, now: float) -> float:
         """The end the core plans with: the limit, the kill time of a victim in

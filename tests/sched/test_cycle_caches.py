@@ -1,0 +1,99 @@
+"""What the cycle keeps or counts faster (issue 12) gives what it replaced.
+
+- LimitChecker.add_running (running jobs counted per group) ≡ `add` job by job;
+- CycleMemo.schedulable follows every node state change and hands out copies;
+- Holds.arrays sees every hold added after an earlier read;
+- Allocation.gpu_count (counted once) is the sum over its nodes and leaves
+  equality and hashing as they were.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tide.model import Account, AccountTree, NodeState
+from tide.sched.cycle import CycleMemo
+from tide.sched.index import build_index
+from tide.sched.limits import LimitChecker
+from tide.sched.plan import Holds
+from tide.sched.types import Allocation, NodeAlloc, Running
+from tide.testing.builders import flat_cluster, job, snapshot
+
+
+def _tree() -> AccountTree:
+    tree = AccountTree()
+    tree.accounts["root"] = Account("root")
+    tree.accounts["ml"] = Account("ml", parent="root")
+    tree.accounts["nlp"] = Account("nlp", parent="ml")
+    tree.accounts["hpc"] = Account("hpc", parent="root")
+    return tree
+
+
+_runs = st.lists(
+    st.tuples(
+        st.sampled_from(["root", "ml", "nlp", "hpc", "unknown"]),
+        st.sampled_from(["alice", "bob", "carol"]),
+        st.sampled_from(["normal", "high"]),
+        st.one_of(st.none(), st.integers(1, 3)),  # array job id
+        st.lists(st.integers(0, 8), min_size=1, max_size=3),  # GPUs per node
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_runs)
+def test_add_running_counts_as_add_one_by_one(rows) -> None:  # type: ignore[no-untyped-def]
+    running = []
+    for i, (account, user, qos, array, per_node) in enumerate(rows):
+        j = job(i + 1, account=account, user=user)
+        j.qos, j.array_job_id = qos, array
+        nodes = tuple(NodeAlloc(k, tuple(range(g))) for k, g in enumerate(per_node))
+        running.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+    one, grouped = LimitChecker(_tree()), LimitChecker(_tree())
+    for r in running:
+        one.add(r.job, sum(len(n.gpus) for n in r.alloc.nodes))
+    grouped.add_running(running)
+    for name in one.count.__slots__:
+        assert dict(getattr(grouped.count, name)) == dict(getattr(one.count, name)), name
+
+
+def test_schedulable_follows_node_states_and_hands_out_copies() -> None:
+    cluster = flat_cluster(4)
+    ix = build_index(cluster)
+    memo = CycleMemo()
+    snap = snapshot(cluster, [])
+    first = memo.schedulable(snap, ix)
+    assert first.tolist() == [True] * 4
+    first[0] = False  # a cycle may change its own copy
+    assert memo.schedulable(snap, ix).tolist() == [True] * 4
+    cluster.nodes[2].state = NodeState.DRAIN
+    assert memo.schedulable(snap, ix).tolist() == [True, True, False, True]
+    cluster.nodes[2].state = NodeState.IDLE
+    cluster.nodes[3].state = NodeState.DOWN
+    assert memo.schedulable(snap, ix).tolist() == [True, True, True, False]
+    ix.up[0] = False  # the index's own view of which nodes are up counts too
+    assert memo.schedulable(snap, ix).tolist() == [False, True, True, False]
+
+
+def test_holds_arrays_see_every_add() -> None:
+    holds = Holds()
+    for k in range(40):  # past the first growth of the columns
+        holds.add(k % 5, float(k), float(k + 10), 1, 0, 0, k % 2 == 0, "")
+        nodes, _, ends, gpus, _, _, whole, _ = holds.arrays()
+        assert gpus.tolist() == [1] * (k + 1)
+        assert len(nodes) == k + 1 and holds.arrays() is holds.arrays()
+        assert nodes.tolist() == [i % 5 for i in range(k + 1)]
+        assert ends.tolist() == [float(i + 10) for i in range(k + 1)]
+        assert whole.tolist() == [i % 2 == 0 for i in range(k + 1)]
+    assert np.array_equal(holds.arrays()[1], np.arange(40, dtype=float))
+
+
+def test_allocation_gpu_count_is_counted_once_and_equality_holds() -> None:
+    nodes = (NodeAlloc(0, (0, 1, 2)), NodeAlloc(3, ()), NodeAlloc(5, (7,)))
+    a, b = Allocation(9, nodes), Allocation(9, tuple(nodes))
+    assert a.gpu_count == 4 and Allocation(1, ()).gpu_count == 0
+    assert a == b and hash(a) == hash(b) and a != Allocation(9, nodes[:1])
+    assert "gpu_count" not in repr(a)
