@@ -183,9 +183,9 @@ def test_slurm_peer_config(tmp_path: Path, nvlink: bool) -> None:
     assert (cfg.bf_continue, cfg.default_queue_depth, cfg.max_age, cfg.decay_half_life) == (
         True, 1000, 600, 1800)
     assert cfg.weights.tres == {"gres/gpu": 1000.0} and cfg.preempt_mode == "REQUEUE"
+    # microseconds in slurm.conf; batch_sched_delay not given: Slurm's default
+    assert (cfg.sched_min_interval, cfg.batch_sched_delay) == (0.1, 3)
     assert loaded.warnings == [
         "slurm.conf:35: AccountingStorageEnforce is not modelled by tide (kept, not used)",
-        "slurm.conf:44: SchedulerParameters option 'sched_min_interval' is not used by tide "
-        "(ignored)",
         "slurm.conf:56: JobRequeue is not modelled by tide (kept, not used)",
     ]

@@ -248,3 +248,22 @@ def test_array_tasks_start_in_backfill_passes_when_configured(
     snap = snapshot(c, [task], array_tasks_by_backfill=by_backfill)
     snap.backfill = backfill_pass
     assert [s.job_id for s in schedule(snap).starts] == started
+
+
+def test_backfill_starts_a_job_whose_switch_wait_ran_out_behind_one_still_waiting() -> None:
+    # Same shape as job 1, which still waits for one leaf; job 2's wait is over, so
+    # backfill may spread it over two leaves (the pass's "same shape failed" skip
+    # must tell them apart by the leaves each may span now).
+    c = tree_cluster([2, 2])
+    busy = [
+        running(job(91, nodes=1, gpus_per_node=8, time=10_000), c, {"gpu001": tuple(range(8))}, 0),
+        running(job(92, nodes=1, gpus_per_node=8, time=10_000), c, {"gpu003": tuple(range(8))}, 0),
+    ]
+    waiting = job(1, nodes=2, gpus_per_node=8, switches=1, switches_wait=10_000)
+    expired = job(2, nodes=2, gpus_per_node=8, switches=1, switches_wait=600, submit=1.0)
+    for j in (waiting, expired):
+        j.eligible = 0.0
+    d = schedule(snapshot(c, [waiting, expired], now=601, running_jobs=busy))
+    assert [s.job_id for s in d.starts] == [2]
+    assert names(c, d.starts[0]) == ["gpu002", "gpu004"]
+    assert d.pending[1].reason is Reason.RESOURCES

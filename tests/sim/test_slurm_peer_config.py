@@ -57,7 +57,7 @@ def test_peer_conf_loads_as_start_sh_describes_it() -> None:
 
 
 def test_peer_conf_warnings_are_only_unmodelled_keys() -> None:
-    # sched_min_interval, AccountingStorageEnforce and JobRequeue are kept but not used
+    # AccountingStorageEnforce and JobRequeue are kept but not used
     for w in load_cluster(CONF).warnings:
         assert "not modelled" in w or "not used" in w, w
 

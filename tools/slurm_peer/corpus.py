@@ -379,8 +379,9 @@ def write_jsonl(run: Run, path: Path) -> int:
         lines.append((submit, ids[raw], json.dumps(obj)))
     head = [f"# source: real Slurm 22.05 peer, scenario {run.name}, {run.folder.name}",
             f"# epoch: {origin:.3f}"]  # fmt: skip
-    if run.ctld_start is not None:
+    if run.ctld_start is not None:  # slurmctld's start: its priority and background threads
         head.append(f"# priority_phase: {run.ctld_start - origin:.3f}")
+        head.append(f"# background_phase: {run.ctld_start - origin:.3f}")
     if (phase := run.bf_phase()) is not None:
         head.append(f"# bf_phase: {phase:.3f}")
     path.write_text("\n".join(head + [x[2] for x in sorted(lines)]) + "\n")

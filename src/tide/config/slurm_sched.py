@@ -77,6 +77,8 @@ def _sched_params(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Wa
         opt = name.strip().lower()
         if opt == "bf_continue":
             cfg.bf_continue = True
+        elif opt == "sched_min_interval" and arg:  # microseconds
+            cfg.sched_min_interval = to_int(f"SchedulerParameters {name}", arg, loc) / 1_000_000
         elif opt in _SCHED_OPTS:
             if not arg:
                 raise loc.error(
@@ -101,6 +103,7 @@ _SCHED_OPTS = {
     "default_queue_depth": ("default_queue_depth", 1),
     "max_switch_wait": ("max_switch_wait", 1),
     "max_script_size": ("max_script_size", 1),
+    "batch_sched_delay": ("batch_sched_delay", 1),
 }
 
 

@@ -23,6 +23,10 @@ def slurm_keys(cluster_name: str, cfg: SchedulerConfig) -> dict[str, str]:
     ]
     if cfg.bf_continue:
         params.append("bf_continue")
+    if cfg.sched_min_interval:
+        params.append(f"sched_min_interval={round(cfg.sched_min_interval * 1e6)}")
+    if cfg.batch_sched_delay != 3:
+        params.append(f"batch_sched_delay={cfg.batch_sched_delay}")
     tres = ",".join(f"{k}={v:g}" for k, v in sorted(w.tres.items()))
     keys = {
         "ClusterName": cluster_name,

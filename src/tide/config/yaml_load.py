@@ -218,6 +218,7 @@ def _scheduler(s: SchedulerSpec) -> SchedulerConfig:
         bf_window=s.bf_window, bf_resolution=s.bf_resolution,
         bf_max_job_test=s.bf_max_job_test, bf_interval=s.bf_interval,
         bf_continue=s.bf_continue, default_queue_depth=s.default_queue_depth,
+        sched_min_interval=s.sched_min_interval, batch_sched_delay=s.batch_sched_delay,
         priority_type=s.priority_type,
         weights=PriorityWeights(w.age, w.fairshare, w.job_size, w.partition, w.qos, w.assoc,
                                 {k.lower(): float(v) for k, v in w.tres.items()}),

@@ -230,6 +230,10 @@ def _scheduler(s: SchedulerConfig) -> dict[str, Any]:
         d["billing_weights"] = dict(s.billing_weights)
     if s.epoch:
         d["epoch"] = s.epoch
+    if s.sched_min_interval:
+        d["sched_min_interval"] = s.sched_min_interval
+    if s.batch_sched_delay != 3:
+        d["batch_sched_delay"] = s.batch_sched_delay
     if s.max_array_size != 1001:
         d["max_array_size"] = s.max_array_size
     if s.max_script_size != 4 * 1024 * 1024:

@@ -194,6 +194,8 @@ class SchedulerSpec(Spec):
     bf_interval: Seconds = 30
     bf_continue: bool = False
     default_queue_depth: int = 100
+    sched_min_interval: float = Field(0.0, ge=0)  # seconds between main passes
+    batch_sched_delay: int = Field(3, ge=0)  # seconds (with a background phase only)
     priority_type: str = "priority/multifactor"
     weights: WeightsSpec = WeightsSpec()
     decay_half_life: Seconds = 7 * 86400

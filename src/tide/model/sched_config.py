@@ -48,6 +48,14 @@ class SchedulerConfig:
     bf_interval: int = 30  # seconds
     bf_continue: bool = False
     default_queue_depth: int = 100
+    # sched_min_interval (seconds; slurm.conf gives microseconds): main passes are at
+    # least this far apart, and ends closer together share one (tide.sched.triggers)
+    sched_min_interval: float = 0.0
+    # batch_sched_delay: submissions get a main pass from slurmctld's background
+    # thread at most every this many seconds; applied where that thread's phase is
+    # known (background_phase: a recorded Slurm run), else a submission gets one at once
+    batch_sched_delay: int = 3
+    background_phase: float | None = None
     # priority/multifactor
     priority_type: str = "priority/multifactor"
     weights: PriorityWeights = field(default_factory=PriorityWeights)

@@ -327,7 +327,7 @@ def backfill_pass(
         if ctx is None:
             continue
         tested += 1
-        key = _shape_key(ctx)
+        key = _shape_key(ctx, snap.now)
         if ctx.shape.time_limit < failed.get(key, INF) and try_start_now(
             cyc, ctx, plan, backfilled=True
         ):
@@ -402,8 +402,10 @@ def _ready_rest(cyc: Cycle, rest: list[int], started: set[int], tested: int) -> 
             tested += 1
 
 
-def _shape_key(ctx: JobContext) -> tuple:
-    """Jobs with equal keys compete for exactly the same nodes and amounts."""
+def _shape_key(ctx: JobContext, now: float) -> tuple:
+    """Jobs with equal keys compete for exactly the same nodes and amounts (the
+    leaf switches they may span now included: a job whose --switches wait ran
+    out may start where one still waiting cannot)."""
     req = ctx.job.request
     return (
         ctx.shape,
@@ -412,7 +414,7 @@ def _shape_key(ctx: JobContext) -> tuple:
         req.nodelist,
         req.exclude,
         req.reservation,
-        ctx.max_leaves(0.0) is not None,
+        ctx.max_leaves(now),
     )
 
 

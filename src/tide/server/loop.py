@@ -11,8 +11,10 @@ and at the time the core asks for (Decisions.wake).
 
 The same thread polls the executor for ended jobs (ExitReports) and ends
 them (tide.server.services.lifecycle). Events (a submission, a job end, a
-node resumed) wake the loop; passes are at least `min_interval` apart
-(Slurm's sched_min_interval), and a backfill pass runs every bf_interval.
+node resumed) wake the loop; passes are at least `min_interval` apart (and
+the configuration's sched_min_interval, tide.sched.triggers.min_gap: events
+in between are served by one pass, as in the twin), and a backfill pass runs
+every bf_interval.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from tide.hostlist import compress
 from tide.model.job import Job
+from tide.sched import triggers
 from tide.sched.isolate import JobFault, schedule_isolating
 from tide.sched.types import Decisions
 from tide.sched.usage import charge_all, decay
@@ -159,7 +162,8 @@ class SchedulingLoop:
                 # the process from the API and the submissions. CPU, not wall time:
                 # on a loaded machine a cheap pass lasts long, and 4x its wall time
                 # left a burst of submissions pending for seconds
-                gap = max(s.min_interval, PASS_SHARE * self._last_cost)
+                gap = max(s.min_interval, triggers.min_gap(self.ctl.config),
+                          PASS_SHARE * self._last_cost)  # fmt: skip
                 if (self._dirty or due_bf) and now - self._last_cycle >= gap:
                     self._dirty = False
                     self.cycle(backfill=due_bf or self.stats.cycles == 0)

@@ -28,6 +28,7 @@ from tide.hostlist import compress
 from tide.model import AccountTree, Cluster, Job, JobState
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
+from tide.sched import triggers
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.isolate import describe, schedule_isolating
 from tide.sched.policies import Policy, policy_for
@@ -54,6 +55,7 @@ from tide.sim.workload.base import SimJob
 # event kinds, in tie order at equal times
 SUBMIT, WAKE, REPAIR, END, FAIL, BACKFILL = range(6)
 PREEMPT = 6  # a preempted job's grace is over: it is killed (docs/preemption.md)
+BACKGROUND = -2  # WAKE data: a wake-up of slurmctld's background thread (tide.sched.triggers)
 
 
 @dataclass(slots=True)
@@ -147,6 +149,11 @@ class Engine:
         self.bound: dict[int, Allocation] = {}  # pods bound for jobs not running
         self.bound_since: dict[int, float] = {}
         self._wakes: set[float] = set()  # cycles the policy asked for (Decisions.wake)
+        # when main passes run (tide.sched.triggers): an end's pass left to the next
+        # event; submissions waiting for the background thread, and its last main pass
+        self._owed = False
+        self._background_due = False
+        self._background_last: float | None = None
         self.job_faults: dict[int, str] = {}  # jobs the core could not evaluate -> why
         self.training: dict[int, Ledger] = {}  # jobs with a model: paid time, work done
         # run-time predictions, only for policies that plan with them (tide's)
@@ -214,6 +221,10 @@ class Engine:
             if kind == SUBMIT:
                 self._feed()
             run_cycle, backfill = self._handle(t, kind, data)
+            if self._owed:  # an end left its pass to this event
+                run_cycle, self._owed = True, False
+            if run_cycle and kind == END and not backfill and self._end_pass_waits(t):
+                run_cycle, self._owed = False, True
             if coalesce:
                 due = (due[0] or run_cycle, due[1] or backfill)
                 if self.heap and self.heap[0][0] == t:
@@ -230,6 +241,32 @@ class Engine:
         if self.progress is not None:
             self.progress(t, len(self.finished), len(self.results))
         return self._output()
+
+    def _end_pass_waits(self, t: float) -> bool:
+        """An end's pass is left to the next end when that comes within
+        sched_min_interval (tide.sched.triggers.end_pass_waits)."""
+        if not self.heap or self.heap[0][1] != END:
+            return False
+        return triggers.end_pass_waits(self.config, t, self.heap[0][0])
+
+    def _submission_pass(self, t: float, wanted: bool) -> bool:
+        """Whether a submission gets a main pass now; where submissions wait for
+        slurmctld's background thread, its next wake-up is queued instead."""
+        if not triggers.submissions_wait(self.config):
+            return wanted
+        if wanted and not self._background_due:
+            self._background_due = True
+            self._push(triggers.background_tick(self.config, t), WAKE, BACKGROUND)
+        return False
+
+    def _background(self, t: float) -> bool:
+        """A wake-up of the background thread with submissions counted: the main
+        pass now, or the next wake-up (batch_sched_delay)."""
+        if not triggers.background_may_run(self.config, t, self._background_last):
+            self._push(triggers.background_tick(self.config, t), WAKE, BACKGROUND)
+            return False
+        self._background_due, self._background_last = False, t
+        return True
 
     def _deferred(self, t: float) -> bool:
         """With a controller's pass times: the twin runs a cycle at each of them
@@ -272,7 +309,7 @@ class Engine:
 
     def _handle(self, t: float, kind: int, data: int) -> tuple[bool, bool]:
         if kind == SUBMIT:
-            return self._submit(t, data), self._bf_due(t, kind)
+            return self._submission_pass(t, self._submit(t, data)), self._bf_due(t, kind)
         if kind == END:
             return self._end(t, data), self._bf_due(t, kind)
         if kind == BACKFILL:
@@ -284,6 +321,8 @@ class Engine:
             if self.pending and self._real_events():  # keep the period while anything can change
                 self._bf_due(t, kind)
             return bool(self.pending), True
+        if kind == WAKE and data == BACKGROUND:
+            return self._background(t), self._bf_due(t, kind)
         if kind == WAKE:
             self._wakes.discard(t)
             return True, self._bf_due(t, kind)

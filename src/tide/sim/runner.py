@@ -205,6 +205,8 @@ def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> Sim
         inputs.config.bf_phase = float(meta["bf_phase"])
     if meta.get("priority_phase"):  # when Slurm's priority thread ran (its start)
         inputs.config.priority_phase = float(meta["priority_phase"])
+    if meta.get("background_phase"):  # when slurmctld's background thread wakes
+        inputs.config.background_phase = float(meta["background_phase"])  # (triggers)
     return inputs
 
 
