@@ -193,7 +193,7 @@ def full_cluster() -> LoadedCluster:
         favor_small=True, priority_flags=("F",), topology_plugin="topology/block",
         select_type="select/linear", select_type_parameters=(), max_switch_wait=0,
         preempt_type="preempt/qos", preempt_mode="CANCEL", extra={"K": "v"},
-        policy="tide", victim_order="priority")
+        policy="tide", victim_order="priority", sched_min_interval=0.25, batch_sched_delay=5)
     cfg.weights.age, cfg.weights.tres = 3, {"gres/gpu": 1.5}
     lim = Limits(grp_tres={"cpu": 1}, grp_jobs=0, grp_submit_jobs=2, max_jobs=3,
                  max_submit_jobs=4, max_tres_per_job={"node": 2}, max_tres_per_user={"mem": 5},
