@@ -171,6 +171,10 @@ def test_sim_options_same_as_typer() -> None:
                                               7, True],
             "mttr": ["3600", "-0", "2.5", "-0.0", "1e3", ".5", "x", 3600.0, 2],
             "out": ["out/sim", "/tmp", "-"], "bf_interval": ["0", "12", "1.5"],
+            # ranges (IntRange x>=1, FloatRange x>=0, 0<=x<=1): in range, on the bounds, out
+            "max_procs": ["1", "128", "0", "-4", "1.5", 5, 0],
+            "price": ["0", "2.5", "-0.5", "-0", "1e3", 0.0, -1.0],
+            "mfu": ["0", "1", "0.45", "1.01", "-0.1", "2", 1, 0.5],
         }  # fmt: skip
         for name, values in cases.items():
             p = params[name]

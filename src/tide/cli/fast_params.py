@@ -7,9 +7,10 @@ replay. `install()` puts a plain coercion in front for the option types the
 twin's commands use (str, int, float, bool, Path) and for the values whose
 result is certain: a value already of the type, a plain decimal integer or number
 (pydantic gives what int() and float() give for those; tests/sim/test_cli_sim.py
-checks), a non-empty path string. Anything else goes to Typer's own coercion,
-with its messages. If Typer's internals are not what this expects, nothing is
-installed.
+checks), a non-empty path string; an int or float option with a min/max
+(IntRange/FloatRange, no clamp) when the value lies in the range. Anything else
+goes to Typer's own coercion, with its messages. If Typer's internals are not
+what this expects, nothing is installed.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ def install() -> bool:
         descriptor: Any = None
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            out = self._plain(value, param, ctx)
+            if out is not _FULL and _within(out, self.parameter_info):
+                return out
+            full = original(self.descriptor)
+            return full._coerce_value(value, param=param, ctx=ctx)
+
+        def _plain(self, value: Any, param: Any, ctx: Any) -> Any:
             ann = self.annotation
             if ann is bool and type(value) is bool:
                 return value
@@ -61,8 +69,7 @@ def install() -> bool:
                 path_type = info.path_type or Path
                 if path_type is Path:  # what Typer does once pydantic made the Path
                     return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
-            full = original(self.descriptor)
-            return full._coerce_value(value, param=param, ctx=ctx)
+            return _FULL
 
     def plain_runtime_param(descriptor: Any) -> Any:
         info = descriptor.parameter_info
@@ -70,8 +77,6 @@ def install() -> bool:
             descriptor.file_annotation is None
             and descriptor.annotation in (str, int, float, bool, Path)
             and getattr(info, "parser", None) is None
-            and getattr(info, "min", None) is None
-            and getattr(info, "max", None) is None
             and not getattr(info, "clamp", False)
         )
         if not plain:
@@ -83,3 +88,15 @@ def install() -> bool:
     plain_runtime_param._tide_plain = True  # type: ignore[attr-defined]
     core.build_runtime_param = plain_runtime_param
     return True
+
+
+_FULL = object()  # the plain coercion does not decide: Typer's own does
+
+
+def _within(value: Any, info: Any) -> bool:
+    """An int or float option's min/max (Typer's ge/le, no clamp): a value out of
+    range goes to Typer's coercion, which refuses it with its own message."""
+    low, high = getattr(info, "min", None), getattr(info, "max", None)
+    if (low is None and high is None) or type(value) not in (int, float):
+        return True
+    return (low is None or value >= low) and (high is None or value <= high)
