@@ -14,6 +14,7 @@ first response byte costs nothing but a retry on another replica.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +30,9 @@ HOP = {
     b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
     b"transfer-encoding", b"upgrade", b"content-length", b"host",
 }  # fmt: skip
+_HOP_NAMES = b"|".join(sorted(HOP - {b"content-length"}))
+_HOP_LINE = re.compile(rb"\n(?:" + _HOP_NAMES.replace(b"-", rb"\-") + rb")[ \t]*:", re.IGNORECASE)
+_LENGTH_LINE = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*(?=\r?\n)", re.IGNORECASE)
 STATUS_TEXT = {
     400: b"Bad Request", 404: b"Not Found", 413: b"Payload Too Large",
     502: b"Bad Gateway", 503: b"Service Unavailable", 504: b"Gateway Timeout",
@@ -331,7 +335,7 @@ class UpstreamProtocol(asyncio.Protocol):
         if ex is None:
             return
         status = self.parser.get_status_code()
-        data = b"".join(self._head)
+        data = self._head[0] if len(self._head) == 1 else b"".join(self._head)
         end = _head_end(data)
         if status < 200:  # 1xx: drop it, wait for the real response
             self._head = [data[end:]]
@@ -339,8 +343,8 @@ class UpstreamProtocol(asyncio.Protocol):
         self._head = []
         ex.status, ex.started = status, True
         ex.first_byte = time.perf_counter()
-        reason, headers = _parse_head(data[:end])
-        length = _passable(headers) if not ex.head_only and status not in (204, 304) else None
+        head = data[:end]
+        length = _passable(head) if not ex.head_only and status not in (204, 304) else None
         if length is not None:  # the response as it is; the body follows it
             whole = end + length
             if len(data) > whole:  # more than one response: a broken replica
@@ -350,6 +354,7 @@ class UpstreamProtocol(asyncio.Protocol):
             ex.chunked = False
             ex.passed = True
             return
+        reason, headers = _parse_head(head)
         self._out.append(_rebuilt_head(ex, status, reason, headers))
         if ex.head_only:  # httptools cannot know a HEAD response has no body
             self.reusable = False
@@ -412,18 +417,14 @@ def _parse_head(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     return reason, headers
 
 
-def _passable(headers: list[tuple[bytes, bytes]]) -> int | None:
-    """The Content-Length of a response that can pass through unchanged, else None."""
-    length = None
-    for k, v in headers:
-        lk = k.lower()
-        if lk == b"content-length":
-            if length is not None or not v.isdigit():
-                return None
-            length = int(v)
-        elif lk in HOP:
-            return None
-    return length
+def _passable(head: bytes) -> int | None:
+    """The Content-Length of a response head that can pass through unchanged (no
+    hop-by-hop header, one valid length), else None. Regular expressions over
+    the raw head: one C call each, not a Python loop over its lines."""
+    if _HOP_LINE.search(head):
+        return None
+    lengths = _LENGTH_LINE.findall(head)
+    return int(lengths[0]) if len(lengths) == 1 else None
 
 
 def _rebuilt_head(
