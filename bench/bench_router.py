@@ -12,6 +12,9 @@
      is their CPU shares as much as the router), and with answers that take
      --work-ms (10 ms: a model server's forward pass; the replica, not the
      router, bounds the rate, as in a real service).
+   - the router's own Python per request with no sockets (CPU time, so the
+     load of a shared machine hardly moves it), against httptools parsing
+     the same request and answer alone.
 2. Scale-up latency: a real server (local executor) scales a service from 1
    to N replicas: seconds from the decision to each new replica ready, split
    into decision -> job started (scheduling, launch) and started -> ready
@@ -186,7 +189,84 @@ def bench_router(seconds: float, clients: int, rounds: int, work_ms: float) -> d
         "work_routed_over_direct": statistics.median(busy_routed) / statistics.median(busy_direct),
         "upstream_cpu_us_per_request": 1e6 * statistics.median(up_cpu),
         "clients": clients,
-    }  # fmt: skip
+    } | python_cost(50_000)  # fmt: skip
+
+
+# --- the router's own Python per request, no sockets ---------------------------------------
+
+_REQ = b"GET /x HTTP/1.1\r\nHost: 127.0.0.1:1234\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"
+_BODY = b'{"ok": true, "text": "' + b"x" * 40 + b'"}'
+_RESP = (
+    b"HTTP/1.1 200 OK\r\ndate: Tue, 01 Dec 2026 22:59:53 GMT\r\nserver: uvicorn\r\n"
+    b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(_BODY), _BODY)
+)
+
+
+class _Sink:
+    """A transport that takes writes and does nothing (the syscalls are not measured)."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def get_extra_info(self, key: str, default: object = None) -> object:
+        return ("127.0.0.1", 5555) if key == "peername" else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def python_cost(n: int) -> dict[str, float]:
+    """CPU seconds of the router's Python for one request and its answer (the client's
+    request parsed, a replica picked, the request sent, the answer parsed and passed
+    on, the measurements), against httptools parsing the same two messages alone (the
+    floor for any proxy on this parser), in the same run."""
+    import gc
+
+    import uvloop
+
+    from tide.serve import proxy
+    from tide.serve.router import Router
+
+    out: dict[str, float] = {}
+
+    async def routed() -> None:
+        router = Router("bench")
+        router.update([{"id": "1", "host": "127.0.0.1", "port": 1234}])
+        up = proxy.UpstreamProtocol()
+        up.connection_made(_Sink())  # type: ignore[arg-type]
+        router.endpoints["1"].pool.put(up)
+        client = proxy.ClientProtocol(router.handle, router.fast)
+        client.connection_made(_Sink())  # type: ignore[arg-type]
+        gc.collect()
+        t = time.process_time()
+        for _ in range(n):
+            client.data_received(_REQ)
+            up.data_received(_RESP)
+        out["router_python_us_per_request"] = 1e6 * (time.process_time() - t) / n
+        assert router.stats.codes.get("2xx") == n, router.stats.codes
+
+    class _Done:
+        def on_message_complete(self) -> None:
+            pass
+
+    uvloop.run(routed())
+    req = httptools.HttpRequestParser(_Done())
+    resp = httptools.HttpResponseParser(_Done())
+    t = time.process_time()
+    for _ in range(n):
+        req.feed_data(_REQ)
+        resp.feed_data(_RESP)
+    out["parse_only_us_per_request"] = 1e6 * (time.process_time() - t) / n
+    out["python_over_parse_only"] = (
+        out["router_python_us_per_request"] / out["parse_only_us_per_request"]
+    )
+    return out
 
 
 def _up(httpx, port: int) -> bool:  # type: ignore[no-untyped-def]
