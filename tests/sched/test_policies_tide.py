@@ -381,3 +381,86 @@ def test_guard_big_keeps_a_large_jobs_wait_within_slurms() -> None:
         waits[name] = next(r.wait for r in out.results if r.job_id == 1000)
     assert waits["guarded"] is not None and waits["slurm"] is not None
     assert waits["guarded"] <= waits["slurm"]  # measured 7.1 s vs 30 s
+
+
+# -- fragmentation-aware placement (placement="fgd", tide.sched.frag) -----------------
+
+
+def _frag_scene() -> Snapshot:
+    # n001 has 2 GPUs free, n002 3, n003 none; the running jobs (6, 5, 2, 6
+    # GPUs) and the pending one (1 GPU) are the mix the cluster sees
+    c = flat_cluster(3)
+    run = [running(job(91, gpus_per_node=6), c, {"n001": tuple(range(6))}, 0),
+           running(job(92, gpus_per_node=5), c, {"n002": tuple(range(5))}, 0),
+           running(job(93, gpus_per_node=2), c, {"n003": (0, 1)}, 0)]  # fmt: skip
+    big = job(94, gpus_per_node=6)
+    run.append(running(big, c, {"n003": (2, 3, 4, 5, 6, 7)}, 0, cores=0))
+    return snapshot(c, [job(1, gpus_per_node=1, time=600)], now=1, running_jobs=run,
+                    backfill=BackfillMode.EASY)  # fmt: skip
+
+
+def test_fgd_keeps_two_gpus_free_together() -> None:
+    """Best fit puts a 1-GPU job on the node with the fewest free GPUs (n001:
+    2 -> 1, and no 2-GPU job fits there any more); FGD puts it on n002 (3 ->
+    2), where the 2-GPU jobs of the mix still fit."""
+    best = _decide(_frag_scene(), placement="bestfit")
+    fgd = _decide(_frag_scene(), placement="fgd")
+    assert [s.alloc.nodes[0].node for s in best.starts] == [0]
+    assert [s.alloc.nodes[0].node for s in fgd.starts] == [1]
+    assert fgd.starts[0].alloc.nodes[0].gpus == (5,)  # n002's first free GPU
+
+
+def test_fgd_is_best_fit_without_gpu_jobs_to_fragment_for() -> None:
+    """No GPU job running or waiting: the mix is empty and FGD changes nothing."""
+    c = flat_cluster(3)
+    run = [running(job(91, cpus_per_task=4), c, {"n002": ()}, 0, cores=4)]
+    pend = [job(i, cpus_per_task=2, time=600, submit=i) for i in (1, 2, 3)]
+    snaps = [snapshot(c, list(pend), now=9, running_jobs=list(run)) for _ in range(2)]
+    a = _decide(snaps[0], placement="bestfit")
+    b = _decide(snaps[1], placement="fgd")
+    assert len(a.starts) == 3 and [s.alloc for s in a.starts] == [s.alloc for s in b.starts]
+
+
+def test_an_unknown_placement_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"placement 'worst'.*bestfit, fgd"):
+        TidePolicy(build_index(flat_cluster(1)), placement="worst")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 8), min_size=2, max_size=5),
+       st.lists(st.integers(1, 8), min_size=1, max_size=12))  # fmt: skip
+def test_fgd_never_gives_a_gpu_twice(busy: list[int], asks: list[int]) -> None:
+    """Whatever is running, the GPUs the fgd placement starts jobs on are
+    free, exist, and go to one job each; no node gets more than it has."""
+    c = flat_cluster(len(busy))
+    run = [running(job(100 + i, gpus_per_node=b), c, {f"n{i + 1:03d}": tuple(range(b))}, 0)
+           for i, b in enumerate(busy) if b]  # fmt: skip
+    pend = [job(i + 1, gpus_per_node=g, time=600, submit=i) for i, g in enumerate(asks)]
+    d = _decide(snapshot(c, pend, now=100, running_jobs=run, backfill=BackfillMode.EASY),
+                placement="fgd")  # fmt: skip
+    held = {(na.node, g) for r in run for na in r.alloc.nodes for g in na.gpus}
+    for s in d.starts:
+        want = next(j for j in pend if j.id == s.job_id).request.gpus_per_node
+        for na in s.alloc.nodes:
+            assert len(na.gpus) == want and all(0 <= g < 8 for g in na.gpus)
+            for g in na.gpus:
+                assert (na.node, g) not in held
+                held.add((na.node, g))
+    assert len(d.starts) >= (1 if any(8 - b >= asks[0] for b in busy) else 0)
+
+
+def test_fgd_in_the_twin_runs_every_job() -> None:
+    """The twin drives the fgd placement like any other: every job of a
+    mixed 1-8-GPU stream runs, none on GPUs another holds (the engine checks
+    every allocation it applies)."""
+    from tide.model.sched_config import SchedulerConfig
+
+    jobs = []
+    for i in range(1, 120):
+        req = JobRequest(name="j", nodes_min=1, nodes_max=1, gpus_per_node=(1, 2, 1, 4, 8)[i % 5],
+                         time_limit=300)  # fmt: skip
+        jobs.append(SimJob(i, i * 5.0, 30.0 + (i * 13) % 200, req, user=f"u{i % 3}", account="a"))
+    eng = Engine(flat_cluster(3), SchedulerConfig(backfill=BackfillMode.EASY), "tide")
+    eng.policy = TidePolicy(eng.ix, placement="fgd")
+    out = eng.run(jobs)
+    assert len(out.results) == len(jobs) and all(r.wait is not None for r in out.results)

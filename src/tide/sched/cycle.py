@@ -40,7 +40,7 @@ from tide.sched.deps import DepState, DepWorld, evaluate
 from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.index import ClusterIndex
 from tide.sched.limits import LimitChecker
-from tide.sched.placement import select_nodes
+from tide.sched.placement import Free, select_nodes
 from tide.sched.plan import Plan
 from tide.sched.priority import partition_table
 from tide.sched.quota import ledger_for
@@ -82,6 +82,9 @@ class Cycle:
     resv: Plan | None = None  # advance reservations, seen by the main pass
     resources_job: int | None = None  # the one job whose reason is Resources
     shared: dict[tuple, JobContext] = field(default_factory=dict)
+    # the policy's node order for a job started now (lower first; None: the
+    # core's best fit), e.g. tide's fragmentation-aware placement
+    order_for: Callable[[Free, Shape], np.ndarray | None] | None = None
 
     @property
     def partitions(self) -> object:

@@ -212,10 +212,11 @@ def try_start_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, backfilled: bo
         if select_nodes(cyc.ix, bare, ctx.shape, eligible, ctx.max_leaves(now)) is None:
             continue
         free = _free_now(cyc, ctx, plan)
-        pick = select_nodes(cyc.ix, free, ctx.shape, eligible, ctx.max_leaves(now))
+        order = cyc.order_for(free, ctx.shape) if cyc.order_for is not None else None
+        pick = select_nodes(cyc.ix, free, ctx.shape, eligible, ctx.max_leaves(now), order)
         if pick is None:
             continue
-        alloc = _concrete(cyc, ctx, pick, eligible, free, now)
+        alloc = _concrete(cyc, ctx, pick, eligible, free, now, order)
         if alloc is None:
             continue
         _record_start(cyc, ctx, part, alloc, pick, backfilled)
@@ -244,7 +245,13 @@ def _free_now(cyc: Cycle, ctx: JobContext, plan: Plan | None) -> Free:
 
 
 def _concrete(
-    cyc: Cycle, ctx: JobContext, pick: Pick, eligible: np.ndarray, free: Free, now: float
+    cyc: Cycle,
+    ctx: JobContext,
+    pick: Pick,
+    eligible: np.ndarray,
+    free: Free,
+    now: float,
+    order: np.ndarray | None = None,
 ) -> Allocation | None:
     """GPU indices and cores for the picked nodes; a node that cannot honour
     binding is dropped and the pick redone (a few times at most)."""
@@ -260,7 +267,7 @@ def _concrete(
             return Allocation(ctx.job.id, tuple(nodes))
         elig = elig.copy()
         elig[bad] = False
-        new = select_nodes(cyc.ix, free, ctx.shape, elig, ctx.max_leaves(now))
+        new = select_nodes(cyc.ix, free, ctx.shape, elig, ctx.max_leaves(now), order)
         if new is None:
             return None
         pick = new

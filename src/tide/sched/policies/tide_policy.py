@@ -24,8 +24,11 @@ with these changes, each measured (docs/policies.md; bench/bench_quality.py):
    exact reservation times (no bf_resolution rounding, no will-run batches).
 5. Optional promises (`promises`): once a pending job's predicted start has
    passed, plan with limits until it starts.
-Placement is the core's: topology-aware best fit (fewest free GPUs that
-suffice), which keeps large contiguous sets free.
+Placement (`placement`): "bestfit" is the core's topology-aware best fit
+(fewest free GPUs that suffice), which keeps large contiguous sets free;
+"fgd" orders the nodes for a job started now by FGD's fragmentation change
+(tide.sched.frag) for the mix of jobs the cluster sees (pending and
+running), best fit breaking ties; reservations are placed as before.
 """
 
 from __future__ import annotations
@@ -33,15 +36,20 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from tide.model import Job
 from tide.model.sched_config import BackfillMode
 from tide.sched.cycle import LOST_WORK, Cycle, CycleMemo, close_cycle, context, open_cycle
 from tide.sched.eligibility import JobContext
+from tide.sched.frag import MILLI, PLACEMENTS, TaskMix, whole_gpu_order
 from tide.sched.index import ClusterIndex
 from tide.sched.limits import gpu_limit
 from tide.sched.passes import backfill_pass, main_pass, priorities
+from tide.sched.placement import Free
 from tide.sched.policies.base import Capabilities
 from tide.sched.predict import Correction, corrected
+from tide.sched.shape import Shape
 from tide.sched.state import Usage
 from tide.sched.types import Decisions, Reason, Running, Snapshot
 
@@ -72,9 +80,13 @@ class TidePolicy:
         promises: bool = False,
         predictor: str = PREDICTOR,
         guard_big: bool = False,
+        placement: str = "bestfit",
     ) -> None:
         if order not in ORDERS:
             raise ValueError(f"tide order {order!r}: choose one of {', '.join(ORDERS)}")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"tide placement {placement!r}: choose one of {', '.join(PLACEMENTS)}")
+        self.placement = placement
         self.ix = index
         self.memo = CycleMemo()
         self.victim_order = victim_order
@@ -111,6 +123,8 @@ class TidePolicy:
         cyc = open_cycle(snap, self.ix, usage, self.memo, self.victim_order)
         if predict and cyc.resv is None:
             _predicted_contexts(cyc, self._copies)
+        if self.placement == "fgd":
+            _fragmentation_aware(cyc)  # after the planned contexts: it reads them
         order = priorities(cyc)
         large: frozenset[int] = frozenset()
         if self.order != "priority":
@@ -137,6 +151,34 @@ class TidePolicy:
         """GPUs (CPUs on a cluster without GPUs) from which a job is protected."""
         total = float(self.ix.gpus.sum()) or float(self.ix.cores.sum())
         return self.big * total if self.big > 0 else math.inf
+
+
+def _fragmentation_aware(cyc: Cycle) -> None:
+    """Start jobs where they fragment the cluster least for the mix of jobs
+    it sees now: each running job's share of each node, each pending job's
+    (tide.sched.frag). Jobs spread over nodes by a GPU total, and exclusive
+    ones, keep best fit."""
+    ix = cyc.ix
+    if not ix.gpus.any():
+        return
+    kinds = [(len(na.cores) * int(ix.tpc[na.node]) * 1000, len(na.gpus), MILLI)
+             for r in cyc.snap.running for na in r.alloc.nodes]  # fmt: skip
+    for job in cyc.snap.pending:
+        ctx = cyc.contexts[job.id] if job.id in cyc.contexts else context(cyc, job)
+        if ctx is not None and not ctx.shape.spread:
+            kinds.append((ctx.shape.cpus_per_node * 1000, ctx.shape.gpus_per_node, MILLI))
+    mix = TaskMix.of(kinds)
+    if not len(mix):
+        return
+    tpc = ix.tpc
+
+    def order(free: Free, shape: Shape) -> np.ndarray | None:
+        if shape.spread or shape.exclusive:
+            return None
+        cpus = free.cores * tpc
+        return whole_gpu_order(free.gpus, cpus, shape.gpus_per_node, shape.cpus_per_node, mix)
+
+    cyc.order_for = order
 
 
 def _promise(cyc: Cycle) -> None:

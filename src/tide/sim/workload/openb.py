@@ -122,7 +122,8 @@ def _pod(row: dict[str, str], seq: int, where: str, info: WorkloadInfo, fraction
         constraint=spec,
         account=row["qos"].lower(),
     )
-    original: dict[str, object] = {"qos": row["qos"], "pod_phase": row["pod_phase"]}
+    original: dict[str, object] = {"qos": row["qos"], "pod_phase": row["pod_phase"],
+                                   "cpu_milli": _int(row, "cpu_milli", where)}  # fmt: skip
     if shared:
         original["gpu_milli"] = milli
     return SimJob(id=seq, submit=float(created), duration=float(duration), request=request,
