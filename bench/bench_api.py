@@ -10,9 +10,18 @@
 4. With --modes (root only): the submission rate of 1. in single-user mode and
    in per-user mode (each submission checks the user's OS account), on two
    servers one after the other in the same run, and their ratio.
+5. With --baseline REF: the submission rate of 1. with the server code of git
+   revision REF (the baseline) and with this tree's, alternated --rounds times
+   on each store of --store (sqlite, postgresql or both), and their ratios.
+
+Server CPU per job is the server process's user+sys time (/proc) over the jobs
+stored: it does not depend on what else the machine runs, as jobs/s does. It
+is split into the scheduling loop's thread (passes over the growing queue) and
+the rest (the submission path), where the server reports the loop's CPU.
 
 Usage: .venv/bin/python bench/bench_api.py [--seconds 10] [--clients 64] [--queue 100000]
        .venv/bin/python bench/bench_api.py --modes [--seconds 10]
+       .venv/bin/python bench/bench_api.py --baseline main --store both --rounds 3
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "server"))
-from serverproc import ServerProc  # noqa: E402
+from serverproc import ServerProc, store_args  # noqa: E402
 
 SCRIPT = """#!/bin/bash
 #SBATCH -J bench
@@ -88,6 +97,7 @@ def _client_proc(url: str, token: str, clients: int, seconds: float, q: mp.Queue
 
 def bench_submit(srv: ServerProc, clients: int, seconds: float, procs: int) -> dict[str, float]:
     cpu0 = _proc_cpu(srv.proc.pid)  # type: ignore[union-attr]
+    loop0 = _loop_cpu(srv)
     q: mp.Queue = mp.Queue()
     ps = [
         mp.Process(
@@ -105,7 +115,8 @@ def bench_submit(srv: ServerProc, clients: int, seconds: float, procs: int) -> d
     total = sum(n for n, _ in results)
     lat = sorted(x for _, ls in results for x in ls)
     cpu = _proc_cpu(srv.proc.pid) - cpu0  # type: ignore[union-attr]
-    return {
+    loop1 = _loop_cpu(srv)
+    out = {
         "server_cpu_ms_per_job": 1000 * cpu / max(1, total),
         "jobs": total,
         "seconds": wall,
@@ -113,6 +124,20 @@ def bench_submit(srv: ServerProc, clients: int, seconds: float, procs: int) -> d
         "p50_ms": 1000 * lat[len(lat) // 2],
         "p99_ms": 1000 * lat[int(len(lat) * 0.99)],
     }
+    if loop0 is not None and loop1 is not None:
+        # the scheduling loop's thread (passes over the growing queue), and the
+        # rest: the submission path (HTTP, token, validation, parsing, checks, commit)
+        out["loop_cpu_ms_per_job"] = 1000 * (loop1 - loop0) / max(1, total)
+        out["submit_cpu_ms_per_job"] = 1000 * (cpu - loop1 + loop0) / max(1, total)
+    return out
+
+
+def _loop_cpu(srv: ServerProc) -> float | None:
+    """CPU seconds of the server's scheduling-loop thread (None: a server older
+    than that figure, e.g. a baseline)."""
+    h = {"Authorization": f"Bearer {srv.admin_token}"}
+    loop = httpx.get(srv.url + "/v1/cluster", headers=h, timeout=60).json()["loop"]
+    return loop.get("cpu_s")
 
 
 def fill_queue(srv: ServerProc, n: int, batch: int = 1000) -> dict[str, float]:
@@ -281,6 +306,65 @@ def compare_modes(args: argparse.Namespace, rounds: int = 2) -> dict[str, object
     return out
 
 
+FIGURES = (
+    "jobs_per_s",
+    "server_cpu_ms_per_job",
+    "submit_cpu_ms_per_job",
+    "loop_cpu_ms_per_job",
+)
+
+
+def baseline_src(ref: str, into: Path) -> Path:
+    """The server code of git revision `ref`, extracted under `into` (its src/);
+    the built C kernel (git-ignored) is copied from this tree, if built."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "src"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    for so in (ROOT / "src" / "tide" / "sim").glob("_countsim*.so"):
+        (into / "src" / "tide" / "sim" / so.name).write_bytes(so.read_bytes())
+    return into / "src"
+
+
+def compare_baseline(args: argparse.Namespace) -> dict[str, object]:
+    """Submission with the server code of `args.baseline` and with this tree's,
+    alternated `args.rounds` times per store, so that a change in the machine's
+    load hits both."""
+    stores = ["sqlite", "postgresql"] if args.store == "both" else [args.store]
+    out: dict[str, object] = {"baseline": args.baseline}
+    with tempfile.TemporaryDirectory() as tmp:
+        old_src = baseline_src(args.baseline, Path(tmp))
+        for store in stores:
+            runs: dict[str, list[dict[str, float]]] = {"baseline": [], "new": []}
+            for _ in range(args.rounds):
+                for which, env in (
+                    ("baseline", {"PYTHONPATH": str(old_src)}),
+                    ("new", {"PYTHONPATH": str(ROOT / "src")}),
+                ):
+                    with tempfile.TemporaryDirectory() as run_tmp, store_args(store) as db:
+                        srv_args = ["--demo", "--executor", "none", *db]
+                        srv = ServerProc(Path(run_tmp) / "data", srv_args, env=env).start()
+                        try:
+                            runs[which].append(
+                                bench_submit(srv, args.clients, args.seconds, args.procs)
+                            )
+                        finally:
+                            srv.stop()
+                    print(store, which, json.dumps(runs[which][-1]), file=sys.stderr, flush=True)
+            res: dict[str, object] = {}
+            for which, rs in runs.items():
+                res[which] = {
+                    k: statistics.mean(r[k] for r in rs) for k in FIGURES if k in rs[0]
+                } | {"runs_jobs_per_s": [round(r["jobs_per_s"]) for r in rs]}
+            b, n = res["baseline"], res["new"]
+            res["new_vs_baseline_jobs_per_s"] = n["jobs_per_s"] / b["jobs_per_s"]  # type: ignore[index]
+            res["new_vs_baseline_server_cpu"] = (
+                n["server_cpu_ms_per_job"] / b["server_cpu_ms_per_job"]  # type: ignore[index]
+            )
+            out[store] = res
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -289,7 +373,13 @@ def main() -> None:
     ap.add_argument("--queue", type=int, default=100_000)
     ap.add_argument("--skip-queue", action="store_true")
     ap.add_argument("--modes", action="store_true", help="single-user vs per-user (root)")
+    ap.add_argument("--baseline", metavar="REF", help="compare submission with git REF's server")
+    ap.add_argument("--store", choices=["sqlite", "postgresql", "both"], default="sqlite")
+    ap.add_argument("--rounds", type=int, default=2, help="alternations with --baseline")
     args = ap.parse_args()
+    if args.baseline:
+        print(json.dumps({"cpus": os.cpu_count(), **compare_baseline(args)}, indent=1))
+        return
     if args.modes:
         if os.geteuid() != 0:
             raise SystemExit("--modes needs root: per-user mode runs jobs as their users")

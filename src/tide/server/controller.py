@@ -22,6 +22,7 @@ from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.server import cluster_source
 from tide.server.auth import Authenticator
+from tide.server.intake import SubmitIntake
 from tide.server.job_users import JobUsers
 from tide.server.settings import Settings
 from tide.server.snapshot import ActiveJobs
@@ -71,6 +72,7 @@ class Controller:
         self.secret = b""
         self.auth: Authenticator = None  # type: ignore[assignment]
         self.writer: SubmitWriter = None  # type: ignore[assignment]
+        self.intake: SubmitIntake = None  # type: ignore[assignment]
         self.loop: Any = None
         self.feasible_cache: dict[tuple[object, ...], Any] = {}  # submit checks, per partition
         self.active = ActiveJobs()  # the queue as the core sees it (tide.server.snapshot)
@@ -124,6 +126,8 @@ class Controller:
         self.loop = SchedulingLoop(self, self._schedule_fn)
         self.writer = SubmitWriter(self.sessions, on_commit=lambda n: self.loop.wake())
         self.writer.start()
+        self.intake = SubmitIntake(self, self.writer)
+        self.intake.start()
         self.loop.start()
         from tide.serve.controller import ServiceController
 
@@ -144,6 +148,8 @@ class Controller:
         if self.loop is not None:
             self.loop.stop()
             self._save_usage()
+        if self.intake is not None:
+            self.intake.stop()  # hands the writer what it checked: the writer stops after
         if self.writer is not None:
             self.writer.stop()
         if self.executor is not None:

@@ -12,7 +12,6 @@ its URL holds a NUL character (400: no name, id or filter holds one).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -20,9 +19,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from tide.server.errors import ApiError, internal_error, validation_body
-from tide.server.ports import Ctl
-from tide.server.schemas import SubmitBody
-from tide.server.services import submit as submitting
 
 log = logging.getLogger("tide.server")
 Scope = dict[str, Any]
@@ -60,15 +56,9 @@ class FastSubmit:
                     break
             who = ctl.auth.principal(auth)
             raw = await _read(receive)
-            try:
-                data = json.loads(raw or b"{}")
-            except ValueError as e:
-                raise ApiError(
-                    400, f"the body is not JSON: {e}", "body", "send a JSON object"
-                ) from e
-            # parsing and checks off the event loop: a costly request cannot stall the API
-            prepared = await asyncio.to_thread(_prepare, ctl, who, data)
-            await asyncio.wrap_future(ctl.writer.submit(prepared.rows))
+            # decoding, parsing and checks off the event loop (a costly request cannot
+            # stall the API), batched with other submissions (tide.server.intake)
+            prepared = await ctl.intake.submit(who, raw)
         except ApiError as e:
             return e.status, _dumps(e.body())
         except ValidationError as e:
@@ -134,10 +124,6 @@ async def _answer(send: Any, status: int, body: bytes) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-def _prepare(ctl: Ctl, who: Any, data: Any) -> submitting.Prepared:
-    return submitting.prepare(ctl, who, SubmitBody.model_validate(data))
 
 
 async def _read(receive: Any) -> bytes:

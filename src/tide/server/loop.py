@@ -64,6 +64,7 @@ class CycleStats:
     errors: int = 0
     last_error: str = ""
     held_faulty: int = 0  # jobs held because they could not be evaluated
+    cpu: float = 0.0  # CPU seconds of the loop's thread so far (passes, polling, timers)
 
 
 @dataclass(slots=True, frozen=True)
@@ -172,6 +173,7 @@ class SchedulingLoop:
                 self.stats.last_error = f"{type(e).__name__}: {e}"
                 log.exception("scheduling pass failed")
                 time.sleep(min(1.0, s.poll_interval))
+            self.stats.cpu = time.thread_time()
 
     def _sample_shares(self, now: float) -> None:
         """Fair-share over time (services.share_history), with usage charged up

@@ -42,6 +42,7 @@ class Ctl(Protocol):
     active: Any  # ActiveJobs: the queue as the core sees it (tide.server.snapshot)
     loop: Any  # SchedulingLoop (tide.server.loop), None before start
     writer: Any  # SubmitWriter (tide.server.writer)
+    intake: Any  # SubmitIntake (tide.server.intake): POST /v1/jobs's checks, batched
     auth: Any  # Authenticator (tide.server.auth)
     services: Any  # the service controller (tide.serve.controller)
     job_users: JobUsers

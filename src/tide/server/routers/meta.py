@@ -82,6 +82,7 @@ def cluster(request: Request, p: Annotated[Principal, Depends(who)]) -> dict[str
             "errors": st.errors,
             "last_error": st.last_error,
             "held_faulty_jobs": st.held_faulty,
+            "cpu_s": st.cpu,
         }
         if st
         else None,
