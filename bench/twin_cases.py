@@ -90,3 +90,42 @@ def swf(path: Path, nodes: int, jobs: int, seed: int = 1, load: float = 0.9) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def growth(out: Path, nodes: int, jobs: int, seed: int = 1) -> list[str]:
+    """A cluster of `nodes` nodes x 8 GPUs in leaf switches of 32 (slurm.conf,
+    gres.conf, topology.conf; EASY, bf_interval=30) and `jobs` jobs of 1 to 32
+    GPUs (one node up to 8, else whole nodes) arriving to keep it ~90 % busy,
+    lognormal run times, limits twice the run time; returns the `tide sim run`
+    options that replay them."""
+    conf = out / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    leaf = 32
+    (conf / "slurm.conf").write_text(
+        "ClusterName=grow\nSchedulerType=sched/backfill\n"
+        "SchedulerParameters=bf_interval=30,bf_max_job_test=100,bf_window=1440\n"
+        "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n"
+        "TopologyPlugin=topology/tree\nGresTypes=gpu\n"
+        "NodeName=DEFAULT CPUs=64 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 "
+        "RealMemory=512000 Gres=gpu:8\n"
+        f"NodeName=g[00001-{nodes:05d}]\nPartitionName=gpu Nodes=ALL Default=YES MaxTime=2-0\n"
+    )  # fmt: skip
+    (conf / "gres.conf").write_text(f"NodeName=g[00001-{nodes:05d}] Name=gpu Count=8\n")
+    leaves = [f"SwitchName=l{k} Nodes=g[{k * leaf + 1:05d}-{min(nodes, (k + 1) * leaf):05d}]\n"
+              for k in range(-(-nodes // leaf))]  # fmt: skip
+    top = f"SwitchName=top Switches=l[0-{len(leaves) - 1}]\n"
+    (conf / "topology.conf").write_text("".join(leaves) + top)
+    rng = random.Random(seed)
+    sizes = [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8), (4, 8)]
+    mean_gpus = sum(n * g for n, g in sizes) / len(sizes)
+    gap = mean_gpus * 3600 / (0.9 * nodes * 8)  # the run times' mean is ~3,360 s
+    t = 0.0
+    with (out / "jobs.jsonl").open("w") as f:
+        for i in range(1, jobs + 1):
+            t += rng.expovariate(1.0 / gap)
+            n, g = rng.choice(sizes)
+            run = max(60, int(rng.lognormvariate(7.8, 0.8)))
+            f.write(json.dumps({"id": i, "submit": int(t), "duration": run, "user": f"u{i % 50}",
+                                "nodes": n, "gpus_per_node": g,
+                                "time_limit": min(172800, run * 2)}) + "\n")  # fmt: skip
+    return ["--slurm-conf", str(conf), "--workload", str(out / "jobs.jsonl")]

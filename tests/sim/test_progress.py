@@ -4,6 +4,7 @@ what `tide sim run` prints while it runs (docs/twin.md, "Progress")."""
 from __future__ import annotations
 
 import json
+import time
 from io import StringIO
 from pathlib import Path
 
@@ -84,3 +85,18 @@ def test_cli_prints_progress_lines(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "jobs done 40/40 (100%)" in result.output
+
+
+def test_last_log_line_says_where_the_run_ended(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Reports between two due lines are not printed, but the closing line is
+    the run's last report (it used to repeat the last printed one: 90%)."""
+    monkeypatch.setenv("TIDE_PROGRESS_EVERY", "0.05")
+    out = StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    with watch(console, "slurm", 4) as report:
+        time.sleep(0.06)
+        report(60.0, 1, 2)  # due: printed
+        report(120.0, 4, 4)  # the end, right after: not due
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("slurm: simulated 00:01:00, jobs done 1/4 (25%)")
+    assert lines[-1].startswith("slurm: simulated 00:02:00, jobs done 4/4 (100%)")

@@ -36,9 +36,11 @@ def watch(console: Console, policy: str, total: int | None) -> Iterator[Progress
         return
     period = _log_period()
     last = meter.started
+    latest = (0.0, 0, 0)  # the last report, printed or not
 
     def report(t: float, done: int, submitted: int) -> None:
-        nonlocal last
+        nonlocal last, latest
+        latest = (t, done, submitted)
         clock = time.monotonic()
         if clock - last >= period:
             meter.update(clock, t, done, submitted)
@@ -47,7 +49,7 @@ def watch(console: Console, policy: str, total: int | None) -> Iterator[Progress
 
     yield report
     if meter.now > meter.started:  # it took long enough to log: say where it ended
-        meter.update(time.monotonic(), meter.t, meter.done, meter.submitted)
+        meter.update(time.monotonic(), *latest)
         console.print(meter.line(policy), highlight=False, soft_wrap=True)
 
 

@@ -45,10 +45,12 @@ from tide.sched.types import (
     Snapshot,
     Start,
 )
+from tide.sim.columns import ResultColumns, TimelineColumns
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.outputs import node_indices
 from tide.sim.progress import ProgressFn
+from tide.sim.table import ResultTable, RowsOrColumns, Timeline
 from tide.sim.training import Ledger
 from tide.sim.workload.base import SimJob
 
@@ -86,15 +88,26 @@ class Suspension:
     started: bool = False  # the preemptor has started
 
 
-@dataclass(slots=True)
-class RunOutput:
-    results: list[JobResult]
-    samples: list[Sample]
-    capacity_gpus: int
-    cycles: int = 0
-    events: int = 0
-    job_faults: dict[int, str] = field(default_factory=dict)  # left out: could not evaluate
-    training: dict[int, Ledger] = field(default_factory=dict)  # training jobs' device time
+class RunOutput(RowsOrColumns):
+    """A run's results and timeline (as columns; `results` and `samples` build
+    the JobResults and Samples on first use), and what else the engine counted."""
+
+    def __init__(
+        self,
+        results: list[JobResult] | ResultTable,
+        samples: list[Sample] | Timeline,
+        capacity_gpus: int,
+        cycles: int = 0,
+        events: int = 0,
+        job_faults: dict[int, str] | None = None,  # left out: could not evaluate
+        training: dict[int, Ledger] | None = None,  # training jobs' device time
+    ) -> None:
+        self._hold(results, samples)
+        self.capacity_gpus = capacity_gpus
+        self.cycles = cycles
+        self.events = events
+        self.job_faults = job_faults if job_faults is not None else {}
+        self.training = training if training is not None else {}
 
 
 @dataclass
@@ -129,12 +142,14 @@ class Engine:
         self.pending: dict[int, Job] = {}
         self.sims: dict[int, SimJob] = {}
         self.active: dict[int, Active] = {}
-        self.results: dict[int, JobResult] = {}
+        self.results: dict[int, JobResult] = {}  # jobs submitted and not yet finished
+        self.done = ResultColumns()  # finished jobs' results (Engine.retire_result)
+        self.ended = 0  # jobs finished (for progress)
         self.finished: dict[str, str] = {}
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
         self.token = 0
-        self.samples: list[Sample] = []
+        self.samples = TimelineColumns()
         self.cycles = 0
         self.events = 0
         self._jobs: Iterator[SimJob] | None = None
@@ -237,9 +252,9 @@ class Engine:
                 self._cycle(t, backfill)
             self._sample(t)
             if self.progress is not None and (backfill or not self.events & 1023):
-                self.progress(t, len(self.finished), len(self.results))
+                self.progress(t, self.ended, self.ended + len(self.results))
         if self.progress is not None:
-            self.progress(t, len(self.finished), len(self.results))
+            self.progress(t, self.ended, self.ended + len(self.results))
         return self._output()
 
     def _end_pass_waits(self, t: float) -> bool:
@@ -451,7 +466,15 @@ class Engine:
 
             self.close_training(act, t, work_done(act, t) if timed_out else act.work_left)
         self.finished[act.job.display_id] = res.state
+        self.retire_result(job_id)
         return True
+
+    def retire_result(self, job_id: int) -> None:
+        """The job has finished for good: its result moves to the columns and
+        its workload record goes (memory stays with the jobs in flight)."""
+        self.done.add(self.results.pop(job_id))
+        self.sims.pop(job_id, None)
+        self.ended += 1
 
     def _fail(self, t: float, node: int) -> bool:
         from tide.sim.faults import fail_node
@@ -771,19 +794,18 @@ class Engine:
         by_account: dict[str, int] = {}
         for a in self.active.values():
             by_account[a.job.account] = by_account.get(a.job.account, 0) + a.alloc.gpu_count
-        self.samples.append(Sample(t, allocated, idle, len(self.pending), by_account))
+        self.samples.add(t, allocated, idle, len(self.pending), by_account)
 
     def _output(self) -> RunOutput:
-        end = self._deadlock_end(max((s.t for s in self.samples), default=0.0))
+        end = self._deadlock_end(self.samples.t[-1] if self.samples else 0.0)
         for jid in self.pending:
             self.results[jid].state = JobState.PENDING.value
             if jid in self.bound:  # holds pods and can never run: deadlocked
                 self._charge_held(end, jid)
                 self.results[jid].deadlocked = True
-        results = [self.results[k] for k in sorted(self.results)]
         return RunOutput(
-            results,
-            self.samples,
+            self.done.table(self.results.values()),
+            self.samples.timeline(),
             int(self.ix.gpus.sum()),
             self.cycles,
             self.events,
@@ -803,9 +825,7 @@ class Engine:
         ]
         end = max([last, *ends])
         if end > last and self.samples:
-            s = self.samples[-1]
-            self.samples.append(Sample(end, s.allocated_gpus, s.blocked_idle_gpus, s.queue_len,
-                                       s.by_account))  # fmt: skip
+            self.samples.repeat_last(end)
         return end
 
 

@@ -116,6 +116,8 @@ def fail_node(engine: Engine, t: float, node: int) -> bool:
     victims = [a for a in engine.active.values() if node in a.alloc.node_indices]
     for act in victims:
         _lose(engine, act, t)
+        if act.job.id not in engine.pending:  # ended for good
+            engine.retire_result(act.job.id)
     return True
 
 

@@ -82,6 +82,7 @@ def kill(engine: Engine, t: float, victim: int) -> bool:
         engine.parked[victim] = (entry[0], job)
     else:  # gone for good: its prediction (kept for a requeue) goes too
         engine.predicted.pop(victim, None)
+        engine.retire_result(victim)
     return True
 
 

@@ -138,7 +138,8 @@ class ServingEngine(Engine):
         self._push(horizon, HORIZON, 0)
         self._push(0.0, TICK, 0)  # the first replicas at once
         batch = self.run(jobs)
-        reclaims = sum(r.preemptions for jid, r in self.results.items() if jid < REPLICA_IDS)
+        tab = batch.table
+        reclaims = int(tab.preemptions[tab.job_id < REPLICA_IDS].sum())
         return ServingOutput(self.setup.pattern, batch, self.runs, horizon,
                              int(self.ix.gpus.sum()), self.train_s, self.serving_s,
                              self.switching_s, self.borrowed_s, reclaims)  # fmt: skip

@@ -1,0 +1,144 @@
+"""A run's results and timeline, appended to as the engine goes (issue 12 item 3).
+
+The general engine used to keep every job's JobResult (and its SimJob) and
+every Sample (with a dict of GPUs per account) until the run ended: some 2.4
+KB per job, so a million-job replay held gigabytes. A finished job's result
+is now moved into `ResultColumns` (one machine word per number, repeated
+strings shared) and each sample into `TimelineColumns` (a few numbers, the
+per-account GPUs as index pairs), which build the same `ResultTable` and
+`Timeline` the outputs read, value for value: jobs.csv, metrics.json and
+report.html are byte-identical (tests/sim/test_columns.py).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from tide.sim.metrics import JobResult
+from tide.sim.table import _BOOLS, _FLOATS, _INTS, _STRS, NAN, ResultTable, Timeline
+
+# strings with few distinct values (one shared object each); the node lists
+# are the job's own
+_SHARED = ("name", "user", "account", "partition", "qos", "state")
+_SHARE_AT_MOST = 1 << 16  # distinct strings remembered (job names may all differ)
+
+
+class ResultColumns:
+    """Finished jobs' JobResults as columns, in the order they were added."""
+
+    def __init__(self) -> None:
+        self._floats = {n: array("d") for n in _FLOATS}
+        self._ints = {n: array("q") for n in _INTS}
+        self._bools = {n: array("b") for n in _BOOLS}
+        self._strs: dict[str, list[str]] = {n: [] for n in _STRS}
+        self._shared: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._ints["job_id"])
+
+    def add(self, r: JobResult) -> None:
+        for n, col in self._floats.items():
+            v = getattr(r, n)
+            col.append(NAN if v is None else v)
+        for n, icol in self._ints.items():
+            icol.append(getattr(r, n))
+        for n, bcol in self._bools.items():
+            bcol.append(bool(getattr(r, n)))
+        for n, scol in self._strs.items():
+            scol.append(self._share(getattr(r, n)) if n in _SHARED else getattr(r, n))
+
+    def _share(self, s: str) -> str:
+        got = self._shared.get(s)
+        if got is None:
+            if len(self._shared) < _SHARE_AT_MOST:
+                self._shared[s] = s
+            return s
+        return got
+
+    def table(self, live: Iterable[JobResult] = ()) -> ResultTable:
+        """Every job, these and the `live` ones (not finished), sorted by job id."""
+        extra = ResultColumns()
+        for r in live:
+            extra.add(r)
+        cols: dict[str, object] = {}
+        for n in _FLOATS:
+            cols[n] = _join(self._floats[n], extra._floats[n], np.float64)
+        for n in _INTS:
+            cols[n] = _join(self._ints[n], extra._ints[n], np.int64)
+        for n in _BOOLS:
+            cols[n] = _join(self._bools[n], extra._bools[n], np.int8).astype(np.bool_)
+        ids = cols["job_id"]
+        assert isinstance(ids, np.ndarray)
+        order = np.argsort(ids, kind="stable")
+        for n in (*_FLOATS, *_INTS, *_BOOLS):
+            cols[n] = cols[n][order]  # type: ignore[index]
+        pick = order.tolist()
+        for n in _STRS:
+            both = self._strs[n] + extra._strs[n]
+            cols[n] = [both[k] for k in pick]
+        return ResultTable.build(len(pick), **cols)
+
+
+def _join(a: array, b: array, dtype: type) -> np.ndarray:
+    out: np.ndarray = np.empty(len(a) + len(b), dtype=dtype)
+    if len(a):
+        out[: len(a)] = np.frombuffer(a, dtype=dtype)
+    if len(b):
+        out[len(a) :] = np.frombuffer(b, dtype=dtype)
+    return out
+
+
+class TimelineColumns:
+    """The engine's samples, in the order taken (times never decrease), as the
+    columns of a Timeline."""
+
+    def __init__(self) -> None:
+        self.t = array("d")
+        self.allocated = array("q")
+        self.blocked_idle = array("q")
+        self.queue = array("q")
+        self.first = array("q", [0])
+        self.account = array("q")
+        self.gpus = array("q")
+        self._index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def add(self, t: float, allocated: int, idle: int, queue: int,
+            by_account: Mapping[str, int]) -> None:  # fmt: skip
+        self.t.append(t)
+        self.allocated.append(allocated)
+        self.blocked_idle.append(idle)
+        self.queue.append(queue)
+        index = self._index
+        for a, g in by_account.items():
+            k = index.get(a)
+            if k is None:
+                k = index[a] = len(index)
+            self.account.append(k)
+            self.gpus.append(g)
+        self.first.append(len(self.account))
+
+    def repeat_last(self, t: float) -> None:
+        """The last sample again at t (it holds until then)."""
+        lo, hi = self.first[-2], self.first[-1]
+        names = list(self._index)
+        last = {names[self.account[k]]: self.gpus[k] for k in range(lo, hi)}
+        self.add(t, self.allocated[-1], self.blocked_idle[-1], self.queue[-1], last)
+
+    def timeline(self) -> Timeline:
+        i64 = np.int64
+        return Timeline(
+            t=np.frombuffer(self.t, dtype=np.float64).copy(),
+            allocated=np.frombuffer(self.allocated, dtype=i64).copy(),
+            blocked_idle=np.frombuffer(self.blocked_idle, dtype=i64).copy(),
+            queue=np.frombuffer(self.queue, dtype=i64).copy(),
+            first=np.frombuffer(self.first, dtype=i64).copy(),
+            account=np.frombuffer(self.account, dtype=i64).copy(),
+            gpus=np.frombuffer(self.gpus, dtype=i64).copy(),
+            names=list(self._index),
+        )
