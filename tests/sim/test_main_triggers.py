@@ -62,3 +62,12 @@ def test_submissions_wait_for_the_background_thread() -> None:
     assert (got[1][0], got[2][0]) == (pytest.approx(5.3), pytest.approx(8.3))
     got = _run(_cfg(), jobs)  # phase unknown (tide's own controller): at once
     assert got[1][0] == 5.0 and got[2][0] == 6.0
+
+
+def test_a_replayed_history_keeps_its_own_pass_times() -> None:
+    # replaying a controller's passes (tide sim export): its pass at 10.00 ran, so
+    # the twin runs it too, whatever sched_min_interval says
+    engine = Engine(flat_cluster(3, gpus=1), _cfg(sched_min_interval=0.1))
+    engine.passes = [0.0, 1.0, 10.0, 10.04]
+    out = {r.job_id: (r.start, r.nodelist) for r in engine.run(_burst()).results}
+    assert out[4] == (10.0, "n002")
