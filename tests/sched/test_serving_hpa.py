@@ -110,6 +110,20 @@ def test_scale_to_zero_after_idle_and_back_from_zero():
     assert d.desired == 2  # replicas starting: they will take the waiting requests
 
 
+def test_a_service_at_zero_nobody_called_stays_at_zero():
+    """The idle hold keeps a running replica for scale_to_zero_after; it does not
+    start one for a service created at zero (it used to, at the first evaluation,
+    and stopped it again once the hold ran out)."""
+    spec = Autoscaling(min_replicas=0, max_replicas=4, target_inflight=1.0,
+                       scale_to_zero_after=60.0)  # fmt: skip
+    state = HpaState()
+    for now in (0.0, 1.0, 30.0):
+        d, state = decide(spec, state, Observation(0, 0), now)
+        assert d.desired == 0, d.reason
+    d, state = decide(spec, state, Observation(0, 0, buffered=1), 31.0)
+    assert d.desired == 1 and "waiting" in d.reason
+
+
 def test_daily_profile_sets_a_scheduled_minimum():
     profile = DailyProfile(points=((8 * 3600.0, 4), (20 * 3600.0, 1)), utc_offset=3600.0)
     assert profile.minimum_at(0.0) == 1  # 01:00 local: yesterday's 20:00 point

@@ -183,7 +183,7 @@ def test_scale_to_zero_and_back_buffers_the_first_requests(served: Any) -> None:
         assert load.failures() == [], load.failures()[:5]
         s = status(c, "zero")
         ups = [e["message"] for e in s["events"] if "waiting with no replica" in e["message"]]
-        assert ups, [e["message"] for e in s["events"]]
+        assert ups, "\n".join(f"{e['time']:.2f} {e['message']}" for e in s["events"])
         # 4 clients, 2 in flight per replica: at most 2 (buffered ones counted once)
         asked = [int(m.split("no replica -> ")[1].split(";")[0]) for m in ups]
         assert max(asked) <= 2, ups

@@ -127,7 +127,7 @@ def decide(
     limited = _rate_limit(spec, obs.current, stable, why)
     last_request = now if obs.requests or obs.buffered or obs.inflight else state.last_request
     since = state.since if state.since is not None else now
-    desired = _bounds(spec, limited, now, last_request, since, why)
+    desired = _bounds(spec, limited, now, last_request, since, why, obs.current)
     new_state = HpaState(history, last_request, since)
     return ScaleDecision(desired, obs.current, raw, why.text()), new_state
 
@@ -180,6 +180,7 @@ def _bounds(
     last_request: float | None,
     since: float,
     why: _Why,
+    current: int = 1,
 ) -> int:
     low = spec.min_replicas
     if spec.schedule is not None:
@@ -191,7 +192,9 @@ def _bounds(
     low = min(low, spec.max_replicas)
     if low == 0:
         idle_from = last_request if last_request is not None else since
-        if now - idle_from < spec.scale_to_zero_after:
+        # the idle hold keeps a running replica; it never starts one (a service
+        # at zero that nobody called stays there)
+        if now - idle_from < spec.scale_to_zero_after and current > 0:
             low = 1
             if want < 1:
                 why.add(f"kept at 1 until {spec.scale_to_zero_after:g} s without a request")
