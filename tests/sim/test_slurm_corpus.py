@@ -63,3 +63,20 @@ def test_twin_starts_jobs_as_slurm_did(name: str, run: str, compared: dict) -> N
             pytest.xfail(f"{NOT_YET[name, run]}: {f}")
         pytest.fail(f"{name} {run} now reaches the goal ({f}): take it out of NOT_YET")
     assert ok, f"{f}\n{corpus._table(rows)}"
+
+
+def test_a_job_preemption_killed_is_replayed_with_its_scripts_run_time(tmp_path: Path) -> None:
+    """Jobs 1 and 2 of preempt (sleep 40, --no-requeue) were killed after 4 and 7 s; the
+    twin must see them run 40 s (plus the launch overhead) so that its own preemptor
+    meets them, not a job that ends by itself before it arrives. Job 4 (sleep 20)
+    completed: its recorded length stays."""
+    import json
+
+    run = corpus.load_run(corpus.CORPUS / "preempt" / "run1")
+    corpus.write_jsonl(run, tmp_path / "w.jsonl")
+    lines = (tmp_path / "w.jsonl").read_text().splitlines()
+    dur = {o["id"]: o["duration"] for o in (json.loads(x) for x in lines if x.startswith("{"))}
+    killed = [i for i in corpus.final_runs(run.incs).values() if i.state == "PREEMPTED"]
+    assert sorted(i.raw_id for i in killed) == [1, 2]
+    assert all(40.0 < dur[k] < 41.5 for k in (1, 2)), dur
+    assert 20.0 < dur[4] < 21.5, dur

@@ -260,6 +260,29 @@ class Run:
             return ends[-1] - starts[-1]
         return (inc.end - inc.start) if inc.start is not None and inc.end else 0.0
 
+    def work_time(self, raw: int, inc: Incarnation) -> float:
+        """How long the job would have run: its last run's length, but for a job that
+        preemption killed (PREEMPTED, not requeued) its script's sleep plus the run's
+        median launch overhead; its recorded length ends at the kill, and replayed as
+        such the job would end on its own before the twin's preemptor arrives."""
+        sleep = self._sleep(raw)
+        if inc.state != "PREEMPTED" or sleep is None:
+            return self.run_time(raw, inc)
+        over = []
+        for r, i in final_runs(self.incs).items():
+            s = self._sleep(r)
+            if i.state == "COMPLETED" and s is not None:
+                over.append(self.run_time(r, i) - s)
+        return sleep + (sorted(over)[len(over) // 2] if over else 0.0)
+
+    def _sleep(self, raw: int) -> int | None:
+        """The scenario's sleep for a job (None: an expression, or not a scenario job)."""
+        index = {int(str(m["job_id"])): int(str(m["index"])) for m in self.manifest}.get(raw)
+        sc = SCENARIOS.get(self.name)
+        if index is None or sc is None or not isinstance(sc.jobs[index].sleep, int):
+            return None
+        return int(sc.jobs[index].sleep)
+
     def release_delay(self) -> float:
         """How long after a job's end the main scheduler used its nodes (the median over
         main-scheduler starts within 1.5 s of an end): nodes complete (epilog, the end
@@ -369,7 +392,7 @@ def write_jsonl(run: Run, path: Path) -> int:
         submit = round(max(0.0, took - origin), 3)
         obj: dict[str, object] = {
             "id": ids[raw], "submit": submit,
-            "duration": round(run.run_time(raw, inc) + delay, 3),
+            "duration": round(run.work_time(raw, inc) + delay, 3),
             "name": inc.name, "user": "root", "sbatch": str(m["sbatch"]),
         }  # fmt: skip
         if arr:
