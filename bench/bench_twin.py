@@ -305,9 +305,11 @@ def _general(a: argparse.Namespace) -> None:
     """The general engine on presets: jobs fed per wall and per CPU second; with
     --baseline-src the same runs on that tree, and the CPU ratio."""
     trees: list[tuple[str, dict[str, str] | None]] = [("this tree", None)]
+    _bytecode(sys.executable, ROOT / "src" / "tide")
     if a.baseline_src is not None:
         env = dict(os.environ, PYTHONPATH=str(a.baseline_src.resolve() / "src"))
         trees.insert(0, (f"baseline {a.baseline_src}", env))
+        _bytecode(sys.executable, a.baseline_src.resolve() / "src" / "tide")
     for scenario in a.scenarios.split(","):
         cpu: dict[str, float] = {}
         for who, env in trees:

@@ -97,3 +97,32 @@ def test_allocation_gpu_count_is_counted_once_and_equality_holds() -> None:
     assert a.gpu_count == 4 and Allocation(1, ()).gpu_count == 0
     assert a == b and hash(a) == hash(b) and a != Allocation(9, nodes[:1])
     assert "gpu_count" not in repr(a)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_runs, st.lists(st.tuples(st.booleans(), st.integers(0, 39)), min_size=1, max_size=25))
+def test_running_groups_kept_between_cycles_count_as_add(rows, steps) -> None:  # type: ignore[no-untyped-def]
+    """Cycle after cycle jobs start and end (and one is listed again as a new
+    Running with the same job): the kept groups count what `add` counts."""
+    pool = []
+    for i, (account, user, qos, array, per_node) in enumerate(rows):
+        j = job(i + 1, account=account, user=user)
+        j.qos, j.array_job_id = qos, array
+        nodes = tuple(NodeAlloc(k, tuple(range(g))) for k, g in enumerate(per_node))
+        pool.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+    memo = CycleMemo()
+    current: list[Running] = []
+    for start, k in steps:
+        if pool and start:
+            r = pool[k % len(pool)]
+            current.append(r if r not in current else Running(r.job, r.alloc, 1.0, 7200.0))
+        elif current:
+            current.pop(k % len(current))
+        one, kept = LimitChecker(_tree()), LimitChecker(_tree())
+        for r in current:
+            one.add(r.job, r.alloc.gpu_count)
+        kept.add_groups(memo.running.update(current))
+        for name in one.count.__slots__:
+            got = {k: v for k, v in getattr(kept.count, name).items() if v}
+            want = {k: v for k, v in getattr(one.count, name).items() if v}
+            assert got == want, name

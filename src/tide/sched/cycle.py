@@ -38,8 +38,9 @@ import numpy as np
 from tide.model import AccountTree, Job
 from tide.sched.deps import DepState, DepWorld, evaluate
 from tide.sched.eligibility import JobContext, build_context, quick_reason
+from tide.sched.fairshare import fair_tree_factors
 from tide.sched.index import ClusterIndex
-from tide.sched.limits import LimitChecker
+from tide.sched.limits import LimitChecker, RunningGroups
 from tide.sched.placement import Free, select_nodes
 from tide.sched.plan import Plan
 from tide.sched.priority import partition_table
@@ -101,7 +102,9 @@ class CycleMemo:
     Contexts are dropped when the accounts change (another AccountTree, or
     the same one with a new `version`) or the usable nodes do. The memo holds
     the accounts and each request it keyed on, so no identity it compares
-    can be reused by another object while it is kept.
+    can be reused by another object while it is kept. It also keeps the
+    running jobs grouped for the limits (tide.sched.limits.RunningGroups), the
+    node-state mask and the Fair Tree factors, each with what it depends on.
     """
 
     def __init__(self) -> None:
@@ -113,6 +116,8 @@ class CycleMemo:
         self._seen: dict[int, tuple[object, float | None]] = {}  # `smallest`'s jobs
         self._prio_shared: tuple | None = None  # `priorities`: what the kept rows share
         self._prio: dict[int, tuple] = {}
+        self._fair_share: dict[str, float] | None = None  # with `_prio`
+        self.running = RunningGroups()  # the running jobs the limits count
         self._least: tuple[float, float] = (INF, INF)
         self._states: list[object] = []  # `schedulable`: node states it was computed for
         self._up = b""
@@ -177,11 +182,18 @@ class CycleMemo:
             or len(kept) != len(shared)
             or any(a is not b and a != b for a, b in zip(kept, shared, strict=True))
         ):
-            self._prio_shared, self._prio = shared, {}
+            self._prio_shared, self._prio, self._fair_share = shared, {}, None
         elif len(self._prio) > 2 * len(snap.pending) + 1024:
             alive = {j.id for j in snap.pending}
             self._prio = {k: v for k, v in self._prio.items() if k in alive}
         return self._prio
+
+    def fair_share(self, snap: Snapshot) -> dict[str, float]:
+        """Fair Tree factors of the snapshot's accounts and usage, kept as long as
+        the priorities are (`priorities`, called first, drops both together)."""
+        if self._fair_share is None:
+            self._fair_share = fair_tree_factors(snap.accounts, snap.usage)
+        return self._fair_share
 
     def partition_table(self, snap: Snapshot) -> object:
         if self._partitions is None:
@@ -236,7 +248,10 @@ def open_cycle(
     usage = usage.copy() if usage is not None else usage_from(ix, snap)
     usage.usable = memo.schedulable(snap, ix)
     limits = LimitChecker(snap.accounts, ledger_for(snap.quotas, snap.accounts, ix.gpu_type))
-    limits.add_running(snap.running)
+    if limits.quota is None:
+        limits.add_groups(memo.running.update(snap.running))
+    else:
+        limits.add_running(snap.running)
     memo.validate(snap.accounts, usage.usable)
     cyc = Cycle(snap, ix, usage, limits, memo, victim_order)
     if any(r.end > snap.now for r in snap.reservations):

@@ -9,7 +9,7 @@ limits (MaxJobs, MaxTRESPerUser...) to the user's own association.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tide.model import AccountTree, Job, Limits, Partition
@@ -39,6 +39,57 @@ def partition_reason(job: Job, part: Partition | None, shape: Shape, n_nodes: in
     if part.refuses_qos(job.qos):
         return Reason.QOS_NOT_ALLOWED
     return None
+
+
+def limit_key(job: Job) -> tuple[str, str, str, int | None]:
+    """What the counters key a running job on."""
+    return (job.account, job.user, job.qos, job.array_job_id)
+
+
+class RunningGroups:
+    """The running jobs grouped by `limit_key`, kept from one cycle to the next:
+    each cycle only the jobs that started or ended since are counted in or out.
+
+    Jobs are told apart by the identity of their `Running` (the groups hold
+    every one they counted, so no identity is reused while kept): a driver that
+    changes a running job gives a new `Running` for it (the twin when its limit
+    moves, the controller when its row changes)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Running, tuple, int]] = {}
+        self.groups: dict[tuple, list[int]] = {}  # key -> [jobs, GPUs]
+
+    def update(self, running: list[Running]) -> dict[tuple, list[int]]:
+        now = dict(zip(map(id, running), running, strict=True))
+        if len(now) != len(running):  # one Running listed twice: counted twice, not kept
+            return _grouped(running)
+        seen, groups = self._seen, self.groups
+        if now.keys() == seen.keys():
+            return groups
+        for gone in seen.keys() - now.keys():
+            _, key, gpus = seen.pop(gone)
+            group = groups[key]
+            group[0] -= 1
+            group[1] -= gpus
+            if not group[0]:
+                del groups[key]
+        for new in now.keys() - seen.keys():
+            r = now[new]
+            key, gpus = limit_key(r.job), r.alloc.gpu_count
+            seen[new] = (r, key, gpus)
+            group = groups.setdefault(key, [0, 0])
+            group[0] += 1
+            group[1] += gpus
+        return groups
+
+
+def _grouped(running: Iterable[Running]) -> dict[tuple, list[int]]:
+    groups: dict[tuple, list[int]] = {}
+    for r in running:
+        group = groups.setdefault(limit_key(r.job), [0, 0])
+        group[0] += 1
+        group[1] += r.alloc.gpu_count
+    return groups
 
 
 @dataclass(slots=True)
@@ -80,16 +131,13 @@ class LimitChecker:
             for r in running:
                 self.add(r.job, r.alloc.gpu_count)
             return
-        groups: dict[tuple, list[int]] = {}
-        for r in running:
-            job = r.job
-            key = (job.account, job.user, job.qos, job.array_job_id)
-            group = groups.get(key)
-            if group is None:
-                groups[key] = [1, r.alloc.gpu_count]
-            else:
-                group[0] += 1
-                group[1] += r.alloc.gpu_count
+        self.add_groups(_grouped(running))
+
+    def add_groups(self, groups: Mapping[tuple, tuple[int, int] | list[int]]) -> None:
+        """Running jobs already grouped: (account, user, QOS, array job id) ->
+        (jobs, GPUs), as `running_groups` keeps them (no quota ledger: it counts
+        job by job)."""
+        assert self.quota is None, "a quota ledger counts running jobs one by one"
         for (account, user, qos, array), (jobs, gpus) in groups.items():
             self._count(account, user, qos, array, jobs, gpus)
 

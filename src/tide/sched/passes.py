@@ -27,7 +27,6 @@ from tide.model.sched_config import QueueOrder
 from tide.sched import preempt
 from tide.sched.cycle import Cycle, add_reservation_holds, context, ready
 from tide.sched.eligibility import JobContext, quick_reason
-from tide.sched.fairshare import fair_tree_factors
 from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
 from tide.sched.plan import INF, Plan
 from tide.sched.priority import compute_priorities, priority_order
@@ -59,7 +58,7 @@ def priorities(cyc: Cycle) -> list[int]:
     rows = [(j, k, kept.get(j.id)) for j, k in zip(jobs, map(_priority_key, jobs), strict=True)]
     new = [j for j, k, row in rows if row is None or row[0] != k]
     if new:  # a job's priority depends on itself and on what the memo keys on, only
-        fs = fair_tree_factors(snap.accounts, snap.usage) if cfg.weights.fairshare else {}
+        fs = cyc.memo.fair_share(snap) if cfg.weights.fairshare else {}
         part = cyc.partitions
         res = compute_priorities(new, snap.cluster, cfg, snap.accounts, fs, at, part)  # type: ignore[arg-type]
         for j, total, tier in zip(new, res.total.tolist(), res.tier.tolist(), strict=True):

@@ -226,8 +226,10 @@ def _combine(
         raw = raw + cfg.tres_weights[t] * f
     total = np.clip(np.floor(raw), 1, MAX_PRIORITY)
     ovr = per_job["override"]
-    total = np.where(np.isnan(ovr), total, np.clip(np.nan_to_num(ovr), 0, MAX_PRIORITY))
-    return np.where(per_job["held"], 0.0, total)
+    if not np.isnan(ovr).all():  # (most cycles have none: nan_to_num costs)
+        total = np.where(np.isnan(ovr), total, np.clip(np.nan_to_num(ovr), 0, MAX_PRIORITY))
+    held = per_job["held"]
+    return np.where(held, 0.0, total) if held.any() else total
 
 
 # --- factors ------------------------------------------------------------------
