@@ -317,6 +317,25 @@ def test_a_router_that_cannot_start_is_restarted_with_back_off(tmp_path: Path):
             h.stop()
 
 
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_the_guardian_lets_go_of_closed_connections(rig: Rig):
+    """Each client connection's copy in the guardian is closed with it: 100
+    connections opened and closed leave the guardian (and the router) with the
+    descriptors they had."""
+    rig.endpoints(a=rig.named("a"))
+    router = rig.procs[0].pid
+    (guardian,) = map(int, Path(f"/proc/{router}/task/{router}/children").read_text().split())
+    before = _fds(guardian), _fds(router)
+    for _ in range(100):
+        data = _one_shot(rig.port, b"GET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert data.endswith(b"\r\n\r\na:"), data
+    wait_for("the copies closed", lambda: _fds(guardian) <= before[0] + 2, 30)
+    wait_for("the router's closed", lambda: _fds(router) <= before[1] + 2, 30)
+
+
 def test_a_router_that_dies_has_its_guardian_answer_what_it_held(tmp_path: Path):
     """kill -9 of the router: its guardian answers each request it held with a 502
     that says whether a replica had it (tide.serve.guardian) and closes idle
