@@ -381,3 +381,25 @@ def test_a_router_that_dies_has_its_guardian_answer_what_it_held(tmp_path: Path)
         for p in rig.procs:  # the replica still sleeps on /hang
             p.kill()
             p.wait(timeout=30)
+
+
+def test_a_stopped_router_answers_what_it_holds_and_leaves_nothing_behind(tmp_path: Path):
+    """SIGTERM with a request at a replica: the router stops taking connections,
+    the request gets its answer, then the router reaps its guardian and exits."""
+    rig = Rig(tmp_path)
+    try:
+        rig.endpoints(a=rig.upstream("a"))
+        router = rig.procs[0]
+        (guardian,) = map(int, Path(f"/proc/{router.pid}/task/{router.pid}/children")
+                          .read_text().split())  # fmt: skip
+        out: list[httpx.Response] = []
+        t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/slow", timeout=60)))
+        t.start()
+        wait_for("the request at the replica", lambda: rig.stats()["inflight"] == 1, 30)
+        router.terminate()
+        t.join(60)
+        assert out and out[0].status_code == 200 and out[0].text == "a:", out
+        assert router.wait(timeout=30) == 0
+        wait_for("no guardian left", lambda: not Path(f"/proc/{guardian}").exists(), 30)
+    finally:
+        rig.close()

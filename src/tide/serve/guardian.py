@@ -35,6 +35,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from collections import deque
 
 SLOTS = 1 << 16  # client connections guarded at once (more: unguarded)
@@ -69,6 +70,18 @@ class Guard:
         self._chan = ours
         self._backlog: deque[tuple[bytes, int | None]] = deque()
         self._writing = False
+
+    def close(self, timeout: float = 5.0) -> None:
+        """The router is leaving by its own choice: let the guardian go (it answers
+        what is still held, closes the rest) and reap it, so no zombie is left."""
+        self._drop_backlog()
+        self._chan.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    return
+            time.sleep(0.02)
 
     def adopt(self, sock: socket.socket | None) -> int:
         """A slot for a new client connection (-1: not guarded)."""

@@ -521,13 +521,21 @@ def main(argv: list[str] | None = None) -> int:
         help="no guardian process answering for a router that dies (tide.serve.guardian)",
     )
     args = p.parse_args(argv)
-    guard = None if args.no_guardian else Guard(args.name)  # forks: before any event loop
+    guard = None
+    if not args.no_guardian:
+        try:
+            guard = Guard(args.name)  # forks: before any event loop
+        except OSError as e:
+            print(f"tide-router: no guardian ({e}); a router that dies drops what it holds",
+                  file=sys.stderr, flush=True)  # fmt: skip
     try:
         import uvloop
     except ImportError:  # plain asyncio works, a little slower
         asyncio.run(serve(args, guard))
     else:
         uvloop.run(serve(args, guard))
+    if guard is not None:
+        guard.close()
     return 0
 
 
