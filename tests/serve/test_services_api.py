@@ -228,6 +228,8 @@ def test_a_command_that_cannot_start_backs_off_and_a_fixed_spec_starts_at_once(
         assert "0/2" in line and "exit code 3" in line and "in a row" in line, line
         (item,) = [x for x in c.get("/v1/services").json()["services"] if x["name"] == "crash"]
         assert item["state"] == "Active" and item["status"] == "CrashLoopBackOff", item
+        metrics = httpx.get(served.url + "/metrics", timeout=30).text
+        assert 'tide_service_status{service="crash",status="CrashLoopBackOff"} 1.0' in metrics
 
         def backoff(delay: int) -> dict[str, Any] | None:
             s = show(c, "crash")

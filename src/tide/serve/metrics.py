@@ -1,5 +1,5 @@
 """Prometheus metrics of the services (added to the controller's /metrics):
-replicas by state, desired replicas, and what each service's router
+replicas by state, desired replicas, each service's status, and what each service's router
 measured (requests by status class, router errors, retries, in flight,
 buffered, latency histograms to the first byte and to the end)."""
 
@@ -30,6 +30,19 @@ def collect(services: Any) -> Iterator[Any]:
     yield reps
     yield desired
     yield from _traffic([(rt.name, rt.stats) for rt in runtimes if rt.stats is not None])
+
+
+def status(ctl: Any) -> GaugeMetricFamily:
+    """1 for each service's status (tide.serve.health), as kube-state-metrics gives a
+    pod's waiting reason: alert on tide_service_status{status="CrashLoopBackOff"}."""
+    from tide.serve.replicas import SERVICE_ACTOR
+    from tide.server.services import serving
+
+    g = GaugeMetricFamily("tide_service_status", "1 for the service's status (tide service ls)",
+                          labels=["service", "status"])  # fmt: skip
+    for item in serving.listing(ctl, SERVICE_ACTOR):
+        g.add_metric([item["name"], item["status"]], 1)
+    return g
 
 
 def _traffic(stats: list[tuple[str, dict[str, Any]]]) -> Iterator[Any]:

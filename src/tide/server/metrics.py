@@ -81,9 +81,10 @@ class _Collector:
             p.add_metric(["apply"], st.last_apply)
             yield p
         if getattr(ctl, "services", None) is not None:
-            from tide.serve.metrics import collect
+            from tide.serve.metrics import collect, status
 
             yield from collect(ctl.services)
+            yield status(ctl)
 
 
 def _nodes(ctl: Ctl) -> Iterator[Any]:
