@@ -126,3 +126,32 @@ def test_running_groups_kept_between_cycles_count_as_add(rows, steps) -> None:  
             got = {k: v for k, v in getattr(kept.count, name).items() if v}
             want = {k: v for k, v in getattr(one.count, name).items() if v}
             assert got == want, name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 60.0, 61.5, 120.0, 3600.0, float("inf")]), max_size=30))
+def test_sorted_distinct_is_np_unique(values) -> None:  # type: ignore[no-untyped-def]
+    from tide.sched.plan import _sorted_distinct
+
+    x = np.asarray(values, dtype=np.float64)
+    assert _sorted_distinct(x).tolist() == np.unique(x).tolist()
+
+
+def test_gpu_candidates_kept_in_the_index_pick_as_before() -> None:
+    """concrete() keeps each node layout's candidate GPU subsets per free mask and
+    count in ix.memo; every mask and count picks what pick_gpus picks."""
+    from tide.sched.placement import NodePick, concrete, pick_gpus
+
+    cluster = flat_cluster(2)
+    ix = build_index(cluster)
+    layout = ix.layouts[int(ix.layout_of[0])]
+    full_cores = (1 << int(ix.cores[0])) - 1
+    for mask in range(1 << layout.count):
+        for count in range(layout.count + 1):
+            for binding in (False, True):
+                want = pick_gpus(layout, mask, count, full_cores, 2, binding)
+                gpu_mask = np.array([mask, mask], dtype=np.uint64)
+                pick = NodePick(node=1, gpus=count, cores=2, mem=0)
+                for _ in range(2):  # computed, then from the memo
+                    got = concrete(ix, gpu_mask, [full_cores] * 2, pick, binding)
+                    assert (got.gpus, got.cores) == want if want else got is None

@@ -310,10 +310,29 @@ def pick_gpus(
     layout: GpuLayout, free_mask: int, count: int, core_mask: int, cores: int, binding: bool
 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Choose GPU indices and core ids on one node, or None if impossible."""
+    return _first_fit(layout, _free_candidates(layout, free_mask, count), core_mask, cores, binding)
+
+
+MEMO_GPUS = 8  # nodes with at most this many GPUs keep their candidate lists (ix.memo)
+
+
+def _free_candidates(layout: GpuLayout, free_mask: int, count: int) -> tuple[tuple[int, ...], ...]:
+    """The GPU subsets pick_gpus tries, best first: a function of the layout, the
+    free GPUs and the count only (so the index may keep it)."""
     free = [i for i in range(layout.count) if free_mask >> i & 1]
     if count > len(free):
-        return None
-    for gpus in _gpu_candidates(layout, free, count):
+        return ()
+    return tuple(_gpu_candidates(layout, free, count))
+
+
+def _first_fit(
+    layout: GpuLayout,
+    candidates: tuple[tuple[int, ...], ...],
+    core_mask: int,
+    cores: int,
+    binding: bool,
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    for gpus in candidates:
         chosen_cores = _pick_cores(layout, gpus, core_mask, cores, binding)
         if chosen_cores is not None:
             return gpus, chosen_cores
@@ -386,10 +405,15 @@ def concrete(
     pick: NodePick,
     binding: bool,
 ) -> NodeAlloc | None:
-    layout = ix.layouts[ix.layout_of[pick.node]]
-    got = pick_gpus(
-        layout, int(gpu_mask[pick.node]), pick.gpus, core_mask[pick.node], pick.cores, binding
-    )
+    li = int(ix.layout_of[pick.node])
+    layout, free_mask = ix.layouts[li], int(gpu_mask[pick.node])
+    key = ("gpu_candidates", li, free_mask, pick.gpus)
+    candidates = ix.memo.get(key)
+    if candidates is None:
+        candidates = _free_candidates(layout, free_mask, pick.gpus)
+        if layout.count <= MEMO_GPUS:
+            ix.memo[key] = candidates
+    got = _first_fit(layout, candidates, core_mask[pick.node], pick.cores, binding)  # type: ignore[arg-type]
     if got is None:
         return None
     return NodeAlloc(pick.node, got[0], got[1], pick.mem)
