@@ -8,6 +8,9 @@ byte for byte. At equal times submissions come before terminations (the
 order of pyss, SC'15). Each event that can change a decision runs a cycle:
 a submission (only when the new job could fit the free GPUs now, since
 otherwise nothing changes), an end, a node repair, a begin time reached.
+With sched_min_interval an end followed by another end within it leaves its
+cycle to that one, and where slurmctld's background phase is known
+submissions wait for that thread (tide.sched.triggers).
 Backfill runs in every cycle when bf_interval is 0, else every bf_interval
 seconds of virtual time. Policies that model a scheduler looking at the
 cluster in sessions (Capabilities.coalesce_ties: the Kubernetes-style ones) get
