@@ -59,7 +59,7 @@ from tide.serve.proxy import (
 MAX_TRIES = 3
 EJECT_SECONDS = 2.0
 UPSTREAM_TIMEOUT = 600.0
-DRAIN_SECONDS = 3.0  # a stopping router answers what it holds for this long at most
+DRAIN_SECONDS = 10.0  # a stopping router answers what it holds for this long at most
 SWEEP_SECONDS = 1.0  # how often exchanges past UPSTREAM_TIMEOUT are looked for
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CLASSES = tuple(f"{k}xx" for k in range(6))  # status // 100 -> its class
