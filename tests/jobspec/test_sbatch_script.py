@@ -179,3 +179,25 @@ def test_a_script_without_directives() -> None:
     parsed = parse_script("#!/bin/sh\nhostname\n")
     assert parsed.request.name == "sbatch"
     assert parsed.warnings == ()
+
+
+def test_a_script_read_again_gives_the_same_request_and_the_same_errors() -> None:
+    """#SBATCH lines are kept per script text (sbatch._directives): a script sent
+    again with another command line, environment or time reads as a new one, and
+    a bad script fails again, with its line, every time."""
+    text = script("#SBATCH -J sweep", "#SBATCH --begin=now+60", "#SBATCH -N 2")
+    first = parse_script(text, [], now=1000.0).request
+    again = parse_script(text, ["-N", "3"], now=5000.0, env={"SBATCH_JOB_NAME": "env"})
+    assert (first.name, first.nodes_min, first.begin) == ("sweep", 2, 1060.0)
+    assert (again.request.name, again.request.nodes_min, again.request.begin) == ("env", 3, 5060.0)
+    assert parse_script(text, [], now=1000.0).request == first
+    bad = script("#SBATCH -J ok", "#SBATCH --nodes=many")
+    for _ in range(2):
+        with pytest.raises(JobSpecError, match="line 3"):
+            parse_script(bad)
+    unknown = script("#SBATCH --no-such-option")
+    for _ in range(2):
+        with pytest.raises(JobSpecError, match="no-such-option"):
+            parse_script(unknown)
+    long = script(*[f"#SBATCH --comment=c{i}" for i in range(3000)])  # not kept: too long
+    assert parse_script(long).request.comment == "c2999"

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from tide.jobspec.argv import split_argv
+from tide.jobspec.argv import Occurrence, split_argv
 from tide.jobspec.build import build
 from tide.jobspec.errors import JobSpecError
 from tide.jobspec.handlers import apply
 from tide.jobspec.jobrefs import MAX_ARRAY_SIZE
 from tide.jobspec.options import ENV_OPTIONS, Arg, flag_on, spec
 from tide.jobspec.render import to_argv
-from tide.jobspec.script import check_script, directives, wrap_script
+from tide.jobspec.script import Directive, check_script, directives, wrap_script
 from tide.jobspec.state import Origin, State
 from tide.model import JobRequest
 
@@ -88,7 +89,7 @@ def parse_script(
     """
     check_script(text)
     state = State(now=now, max_array_size=max_array_size)
-    found, header_warnings = directives(text)
+    found, header_warnings = _directives(text)
     for warning in header_warnings:
         state.warn(warning)
     for directive in found:
@@ -102,10 +103,34 @@ def parse_script(
     return ParsedJob(request, request.warnings, text, tuple(remainder[1:]))
 
 
+# Scripts come back again and again (a sweep, a user's usual job): their #SBATCH
+# lines are read once. Both steps are pure; an error is not kept, so it is raised
+# again at the same point. Long scripts are not kept (the cache stays small).
+CACHED_SCRIPT = 16 * 1024  # characters
+
+
+def _directives(text: str) -> tuple[Sequence[Directive], Sequence[str]]:
+    if len(text) > CACHED_SCRIPT:
+        return directives(text)
+    return _cached_directives(text)
+
+
+@lru_cache(maxsize=256)
+def _cached_directives(text: str) -> tuple[tuple[Directive, ...], tuple[str, ...]]:
+    found, warnings = directives(text)
+    return tuple(found), tuple(warnings)
+
+
+@lru_cache(maxsize=1024)
+def _split_directive(words: tuple[str, ...]) -> tuple[tuple[Occurrence, ...], tuple[str, ...]]:
+    found, rest = split_argv(words)
+    return tuple(found), tuple(rest)
+
+
 def _apply_directive(state: State, line: int, words: tuple[str, ...]) -> None:
     where = f"line {line}"
     try:
-        occurrences, rest = split_argv(words)
+        occurrences, rest = _split_directive(words)
         for occ in occurrences:
             apply(state, occ.option, occ.value, Origin.SCRIPT)
     except JobSpecError as err:

@@ -78,6 +78,22 @@ class Qos:
     flags: tuple[str, ...] = ()
 
 
+@dataclass(slots=True, frozen=True)
+class _AssocIndex:
+    key: tuple[int, int, int]  # the user list's identity and length, the tree's version
+    pairs: dict[tuple[str, str], UserAssoc]
+    by_user: dict[str, list[UserAssoc]]
+
+    @staticmethod
+    def of(key: tuple[int, int, int], users: list[UserAssoc]) -> _AssocIndex:
+        pairs: dict[tuple[str, str], UserAssoc] = {}
+        by_user: dict[str, list[UserAssoc]] = {}
+        for u in users:
+            pairs.setdefault((u.user, u.account), u)
+            by_user.setdefault(u.user, []).append(u)
+        return _AssocIndex(key, pairs, by_user)
+
+
 @dataclass(slots=True)
 class AccountTree:
     """Everything sacctmgr knows for one cluster."""
@@ -89,9 +105,7 @@ class AccountTree:
     # bumped by whoever edits the tree in place (`edited`), so caches built
     # from it (the scheduling core's per-job contexts) know to start again
     version: int = field(default=0, compare=False)
-    _index: tuple[tuple[int, int], dict[tuple[str, str], UserAssoc]] | None = field(
-        default=None, repr=False, compare=False
-    )
+    _index: _AssocIndex | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.accounts.setdefault("root", Account("root", parent=None))
@@ -107,27 +121,27 @@ class AccountTree:
         return [u for u in self.users if u.account == account]
 
     def assoc(self, user: str, account: str) -> UserAssoc | None:
-        return self._assoc_index().get((user, account))
+        return self._indexes().pairs.get((user, account))
 
-    def _assoc_index(self) -> dict[tuple[str, str], UserAssoc]:
-        """(user, account) -> association; rebuilt when the user list changes
-        (lookups happen per job per cycle, so a linear scan would dominate)."""
-        key = (id(self.users), len(self.users))
-        if self._index is None or self._index[0] != key:
-            index: dict[tuple[str, str], UserAssoc] = {}
-            for u in self.users:
-                index.setdefault((u.user, u.account), u)
-            self._index = (key, index)
-        return self._index[1]
+    def user_assocs_of(self, user: str) -> list[UserAssoc]:
+        """The user's associations, in the tree's order."""
+        return self._indexes().by_user.get(user, [])
+
+    def _indexes(self) -> _AssocIndex:
+        """Associations by (user, account) and by user; rebuilt when the user list
+        changes (lookups happen per job per cycle and per submission, so a linear
+        scan over a site's thousands of associations would dominate)."""
+        key = (id(self.users), len(self.users), self.version)
+        if self._index is None or self._index.key != key:
+            self._index = _AssocIndex.of(key, self.users)
+        return self._index
 
     def default_account(self, user: str) -> str | None:
-        first = None
-        for u in self.users:
-            if u.user == user:
-                if u.default_account:
-                    return u.account
-                first = first or u.account
-        return first
+        mine = self.user_assocs_of(user)
+        for u in mine:
+            if u.default_account:
+                return u.account
+        return mine[0].account if mine else None
 
     def lineage(self, account: str) -> list[str]:
         """account, its parent, ..., root."""

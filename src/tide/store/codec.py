@@ -24,14 +24,14 @@ from tide.sched.types import Allocation, NodeAlloc
 
 _REQ_FIELDS = {f.name for f in fields(JobRequest)}
 _TUPLE_FIELDS = {"partitions", "nodelist", "exclude", "warnings"}
+_DEFAULTS = tuple((name, getattr(JobRequest(), name)) for name in sorted(_REQ_FIELDS))
 
 
 def request_to_dict(req: JobRequest) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    default = JobRequest()
-    for name in _REQ_FIELDS:
+    for name, default in _DEFAULTS:
         value = getattr(req, name)
-        if value == getattr(default, name) and name != "name":
+        if value == default and name != "name":
             continue  # compact: only what differs from "not given"
         if name == "dependency":
             out[name] = dependency_to_dict(value)

@@ -140,8 +140,10 @@ def prepare(ctl: Ctl, who: Principal, body: SubmitBody) -> Prepared:
     req, account, qos, parts = resolve(ctl, req, user)
     feasible.check(ctl.cluster, req, parts, ctl.feasible_cache)
     _check_dependency(ctl, req)
-    rows = _rows(ctl, req, user, account, qos, script, script_args, body, now, warnings)
-    stored = replace(req, hold=False)  # what _rows wrote as the request JSON
+    # stored without the hold flag: that is the job's `held`, so a release clears it
+    stored = replace(req, hold=False)
+    held = req.hold
+    rows = _rows(ctl, stored, held, user, account, qos, script, script_args, body, now, warnings)
     ctl.active.prime({r["id"]: stored for r in rows})
     return Prepared(rows, warnings, stored)
 
@@ -194,7 +196,7 @@ def resolve(ctl: Ctl, req: JobRequest, user: str) -> tuple[JobRequest, str, str,
             f"use one of: {', '.join(sorted(tree.accounts))}",
         )
     assoc = tree.assoc(user, account)
-    mine = sorted({u.account for u in tree.users if u.user == user})
+    mine = sorted({u.account for u in tree.user_assocs_of(user)})
     # Without enforcement a user with no association at all may use any account
     # (a fresh local install just works); one with associations uses only those.
     if assoc is None and (ctl.settings.enforce_associations or mine):
@@ -312,6 +314,7 @@ def _check_dependency(ctl: Ctl, req: JobRequest) -> None:
 def _rows(
     ctl: Ctl,
     req: JobRequest,
+    held: bool,
     user: str,
     account: str,
     qos: str,
@@ -336,8 +339,6 @@ def _rows(
         tasks = list(req.array.task_ids)
     # sbatch always sends its cwd; an API client that does not gets its HOME (or /tmp)
     cwd = body.cwd or body.env.get("HOME", "") or "/tmp"
-    held = req.hold  # kept as the job's hold flag, so a release clears it
-    req = replace(req, hold=False)
     ids = ctl.next_ids(len(tasks))
     lo, _ = req.node_range()
     common = {
