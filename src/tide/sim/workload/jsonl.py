@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
@@ -187,7 +188,7 @@ def _end_state(obj: dict[str, Any], where: str) -> str:
     state = str(obj.get("state", "COMPLETED")).upper()
     if state not in END_STATES:
         raise _fail(where, "state", f"{obj['state']!r}: use one of {', '.join(END_STATES)}")
-    return state
+    return sys.intern(state)  # one string per state, not one per job (kept after it ends)
 
 
 def _stored_request(value: Any, where: str) -> JobRequest:
