@@ -10,7 +10,7 @@ or environment can take). What needs the cluster or the site's limits
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -39,25 +39,25 @@ def _clean(text: str) -> str:
     return text
 
 
-def _text(max_length: int) -> Any:
-    return Annotated[str, Field(max_length=max_length), AfterValidator(_clean)]
+_Clean = AfterValidator(_clean)
 
 
 # lengths as the store's columns hold them (PostgreSQL refuses longer values)
-Word = _text(128)  # names of accounts, partitions, users, nodes, signals
-Short = _text(64)  # QOS and reservation names
-GpuType = _text(32)
+# names of accounts, partitions, users, nodes, signals
+Word = Annotated[str, Field(max_length=128), _Clean]
+Short = Annotated[str, Field(max_length=64), _Clean]  # QOS and reservation names
+GpuType = Annotated[str, Field(max_length=32), _Clean]
 # the name of a thing made by a request (user, account, QOS, reservation): not empty,
 # and no blank, comma or slash (lists are comma-separated, names go into URLs)
 Ident = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\s,/]+$"),
                   AfterValidator(_clean)]  # fmt: skip
 ShortIdent = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\s,/]+$"),
                        AfterValidator(_clean)]  # fmt: skip
-JobName = _text(256)
-Name = _text(1024)  # descriptions, reasons, constraints
-Path = _text(4096)  # file and directory paths
-Value = _text(128 * 1024)  # one environment value, one argv word
-Script = _text(MAX_SCRIPT)
+JobName = Annotated[str, Field(max_length=256), _Clean]
+Name = Annotated[str, Field(max_length=1024), _Clean]  # descriptions, reasons, constraints
+Path = Annotated[str, Field(max_length=4096), _Clean]  # file and directory paths
+Value = Annotated[str, Field(max_length=128 * 1024), _Clean]  # one environment value, one argv word
+Script = Annotated[str, Field(max_length=MAX_SCRIPT), _Clean]
 Count = Annotated[int, Field(strict=True, ge=1, le=INT_MAX)]
 Count0 = Annotated[int, Field(strict=True, ge=0, le=INT_MAX)]
 Seconds = Annotated[int, Field(strict=True, ge=0, le=MAX_SECONDS)]
