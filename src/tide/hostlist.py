@@ -18,7 +18,9 @@ class HostlistError(ValueError):
 
 def _split_top(expr: str) -> list[str]:
     """Split on commas that are outside brackets."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in expr:
         if ch == "[":
             depth += 1

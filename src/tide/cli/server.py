@@ -174,6 +174,9 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
     from tide.server.cluster_source import load
     from tide.store.db import StoreError, database_error_types, make_engine
 
+    errors: tuple[type[BaseException], ...] = (
+        ConfigError, StoreError, *database_error_types(), OSError, ValueError, RuntimeError
+    )
     what = "the cluster"
     try:
         source = load(settings)
@@ -187,8 +190,7 @@ def preflight(settings: Settings, debug: bool) -> ClusterSource:
             engine.dispose()
         what = "jobs run as their users"
         check_job_users(settings)
-    except (ConfigError, StoreError, *database_error_types(), OSError, ValueError,
-            RuntimeError) as e:  # fmt: skip
+    except errors as e:
         if debug:
             raise
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

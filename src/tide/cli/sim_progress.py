@@ -31,8 +31,8 @@ def watch(console: Console, policy: str, total: int | None) -> Iterator[Progress
     """A ProgressFn that shows the run as it goes (bar or log lines)."""
     meter = ProgressMeter(total, time.monotonic())
     if console.is_terminal:
-        with _bar(console, policy, meter) as report:
-            yield report
+        with _bar(console, policy, meter) as bar_report:
+            yield bar_report
         return
     period = _log_period()
     last = meter.started

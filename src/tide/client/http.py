@@ -218,7 +218,7 @@ def _urlencode(params: dict[str, Any]) -> str:
 
 
 def _chunked(f: Any) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size = int(f.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
         if size == 0:

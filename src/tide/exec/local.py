@@ -500,7 +500,7 @@ class LocalExecutor(Executor):
             pid, starting = self._supervisor(job_id)
             if pid is None and not starting:
                 return  # poll() reports a dead supervisor as a node failure anyway
-            request = {"op": "node_fail", "node": node, "message": message}
+            request: dict[str, object] = {"op": "node_fail", "node": node, "message": message}
             self._ask(job_id, pid, request, ("node_fail", message or f"node {node} failed"))
 
     def _ask(

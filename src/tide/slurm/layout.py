@@ -8,7 +8,7 @@ width; sacct cuts with a trailing '+', as Slurm does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from tide.slurm.opts import UsageError
@@ -87,7 +87,7 @@ def fields(spec: str, names: Mapping[str, str], default_width: int = 20) -> list
 
 def render(
     pieces: list[Piece],
-    rows: list[Mapping[str, str]],
+    rows: Sequence[Mapping[str, str]],
     headers: Mapping[str, str] | None,
 ) -> list[str]:
     """Lines of the layout (the header first when `headers` is given)."""
@@ -98,7 +98,7 @@ def render(
 
 
 def _fit_widths(
-    pieces: list[Piece], rows: list[Mapping[str, str]], headers: Mapping[str, str] | None
+    pieces: list[Piece], rows: Sequence[Mapping[str, str]], headers: Mapping[str, str] | None
 ) -> dict[int, int]:
     out: dict[int, int] = {}
     for i, p in enumerate(pieces):
@@ -144,7 +144,7 @@ def sacct_columns(spec: str, widths: Mapping[str, int]) -> list[tuple[str, int]]
 
 def sacct_lines(
     columns: list[tuple[str, int]],
-    rows: list[Mapping[str, str]],
+    rows: Sequence[Mapping[str, str]],
     header: bool,
     sep: str | None,
     trailing: bool = False,

@@ -44,7 +44,8 @@ def job(j: dict[str, Any], now: float) -> list[str]:
     req = j.get("request") or {}
     started, ended = j.get("start_time"), j.get("end_time")
     run = ((ended or now) - started) if started else 0
-    nodes = _count(j.get("nodelist")) if j.get("nodelist") else (j.get("nodes_req") or 1)
+    nodelist = j.get("nodelist")
+    nodes = _count(nodelist) if nodelist else (j.get("nodes_req") or 1)
     cpus = j.get("cpus_alloc") or req.get("cpus_per_task") or 1
     gpus = j.get("gpus_alloc") or j.get("gpus_req") or 0
     first = ""
