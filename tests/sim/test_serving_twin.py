@@ -328,3 +328,18 @@ def test_report_calls_near_equal_objectives_a_tie_and_names_who_misses_it():
     assert "split, tidal tie (within 0.1 point)" in text
     assert "met (99% of requests) by split, tidal, missed by unified" in text
     assert "split 30.0%, tidal 20.5%, unified 12.0% of it delivered nothing" in text
+
+
+def test_unified_partition_holds_its_nodes_as_a_tuple_and_saves_as_all():
+    """The unified pattern's one partition spans every node. Its nodes were a list
+    (Partition.nodes is a tuple everywhere else), so it compared unequal to the same
+    partition read from YAML and was saved as `gpu[001-004]`, not `ALL`."""
+    from tide.config.loaded import LoadedCluster
+    from tide.config.yaml_save import save_yaml
+
+    st = setup(step_scenario(serving=1), "unified")
+    (part,) = st.cluster.partitions
+    assert part.nodes == tuple(n.name for n in st.cluster.nodes) == ("gpu001", "gpu002",
+                                                                      "gpu003", "gpu004")
+    text = save_yaml(LoadedCluster(st.cluster, st.config, st.accounts, pools=st.pools))
+    assert "  nodes: ALL\n" in text

@@ -153,10 +153,14 @@ def _open(path: str | Path, mode: str) -> IO[Any]:
     p = Path(path)
     if p.name.endswith(".gz"):
         import gzip
+        import io
 
         if "b" in mode:
             return gzip.open(p, mode, compresslevel=3)  # type: ignore[return-value]
-        return gzip.open(p, mode + "t", compresslevel=3, newline="", encoding="utf-8")
+        # what gzip.open does in text mode, spelled out: its return type is a union
+        # (a mode that is not a literal could be binary)
+        return io.TextIOWrapper(gzip.GzipFile(p, mode, compresslevel=3), encoding="utf-8",
+                                newline="")  # fmt: skip
     if "b" in mode:
         return p.open(mode)
     return p.open(mode, newline="", encoding="utf-8")

@@ -322,11 +322,11 @@ def _gpus_by_node(r: JobResult) -> list[tuple[str, int]]:
 def _node_gpus(gpu_index: str, nodelist: str, gpus: int) -> list[tuple[str, int]]:
     """(node, GPUs held there) from a job's gpu_index, else its nodelist."""
     if gpu_index:
-        out = []
+        out: list[tuple[str, int]] = []
         for part in gpu_index.split(";"):  # HOSTLIST:IDX groups (outputs.node_indices)
-            nodes, _, idx = part.rpartition(":")
+            hosts, _, idx = part.rpartition(":")
             count = len(parse_index_ranges(idx)) if idx else 0
-            out.extend((node, count) for node in expand(nodes))
+            out.extend((node, count) for node in expand(hosts))
         return out
     try:
         nodes = expand(nodelist) if nodelist else []

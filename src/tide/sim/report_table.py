@@ -191,7 +191,7 @@ def _tr(label: str, cells: list[str], best: set[int], section: str = "") -> str:
 
 
 def metrics_table(
-    names: list[str], colors: list[str], figures: list[Mapping[str, Any]], currency: str = ""
+    names: list[str], colors: list[str], figures: Sequence[Mapping[str, Any]], currency: str = ""
 ) -> str:
     head = "".join(f'<th style="color:{c}">{escape(n)}</th>' for n, c in zip(names, colors,
                    strict=True))  # fmt: skip
@@ -217,7 +217,7 @@ def natural_key(name: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
 
 
-def top_accounts(figures: list[Mapping[str, Any]], k: int = TOP_ACCOUNTS) -> list[str]:
+def top_accounts(figures: Sequence[Mapping[str, Any]], k: int = TOP_ACCOUNTS) -> list[str]:
     """The k accounts with the most GPU-time in any run (ties by name, naturally)."""
     best: dict[str, float] = {}
     for f in figures:
@@ -227,7 +227,7 @@ def top_accounts(figures: list[Mapping[str, Any]], k: int = TOP_ACCOUNTS) -> lis
     return ranked[:k]
 
 
-def _share_rows(figures: list[Mapping[str, Any]]) -> list[str]:
+def _share_rows(figures: Sequence[Mapping[str, Any]]) -> list[str]:
     every = sorted({a for f in figures for a in ((f.get("fairness") or {}).get("accounts") or {})},
                    key=natural_key)  # fmt: skip
     top = set(top_accounts(figures))
@@ -257,7 +257,7 @@ def _pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.1f} %"
 
 
-def _training_rows(figures: list[Mapping[str, Any]]) -> list[str]:
+def _training_rows(figures: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per account with training jobs: steady tokens/s, step time p50 and MFU
     incl. overheads (recompute counted as paid), and the share of its paid
     GPU-time recomputed; the TOP_ACCOUNTS with the most useful tokens, the rest

@@ -314,12 +314,12 @@ def run_policy(
         engine.passes = [t for t, _ in inputs.passes]
         engine.pass_backfill = {t: b for t, b in inputs.passes if b is not None}
     out = engine.run(inputs.jobs())
-    run = _finish(inputs, policy, out.table, out.timeline, out.capacity_gpus, "general", None,
-                  out.training)  # fmt: skip
+    done = _finish(inputs, policy, out.table, out.timeline, out.capacity_gpus, "general", None,
+                   out.training)  # fmt: skip
     if out.job_faults:  # left out of the run (each named); metrics say how many
-        run.job_faults = out.job_faults
-        run.metrics["jobs_not_evaluated"] = len(out.job_faults)
-    return run
+        done.job_faults = out.job_faults
+        done.metrics["jobs_not_evaluated"] = len(out.job_faults)
+    return done
 
 
 def _report_done(progress: ProgressFn, table: ResultTable) -> None:

@@ -18,7 +18,7 @@ tide.sched.serving.rollout, fed what the live router would have measured
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tide.sched.policies.base import Capabilities
@@ -30,6 +30,7 @@ from tide.sched.serving.rollout import ReplicaView
 from tide.sched.serving.rollout import step as rollout_step
 from tide.sched.types import Start
 from tide.sim.engine import END, PREEMPT, Engine, RunOutput
+from tide.sim.progress import ProgressFn
 from tide.sim.serving.scenario import REPLICA_IDS, PatternSetup, ServiceDef, replica_request
 from tide.sim.serving.service_sim import ServiceSim
 from tide.sim.workload.base import SimJob
@@ -86,7 +87,7 @@ class ServingEngine(Engine):
         cls,
         setup: PatternSetup,
         tick: float = 10.0,
-        progress: Callable[[float], None] | None = None,
+        progress: ProgressFn | None = None,
     ) -> ServingEngine:
         eng = cls(cluster=setup.cluster, config=setup.config, policy_name="slurm",
                   accounts=setup.accounts, progress=progress, save_on_warning=True)  # fmt: skip

@@ -126,7 +126,7 @@ def setup(sc: Scenario, pattern: str) -> PatternSetup:
     pools: PoolConfig | None = None
     victim_order = "lost_work"
     if pattern == "unified":
-        cluster.partitions = [Partition("all", names, default=True)]
+        cluster.partitions = [Partition("all", tuple(names), default=True)]
         accounts.qos["serving"] = Qos("serving", priority=1000, preempt=("train",))
         accounts.qos["train"] = Qos("train", preempt_mode="REQUEUE", grace_time=lend.unified_grace)
         # A PriorityClass orders Kubernetes' scheduling queue: replicas go first
