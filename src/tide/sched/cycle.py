@@ -321,7 +321,8 @@ def ready(cyc: Cycle, job: Job) -> JobContext | None:
         cyc.contexts[job.id] = context(cyc, job)
     ctx = cyc.contexts[job.id]
     if ctx is None or ctx.reason is not None:
-        cyc.decisions.pending[job.id] = PendingInfo(ctx.reason if ctx else Reason.BAD_CONSTRAINTS)
+        why = ctx.reason if ctx is not None and ctx.reason is not None else Reason.BAD_CONSTRAINTS
+        cyc.decisions.pending[job.id] = PendingInfo(why)
         return None
     limit_reason = cyc.limits.reason(job, ctx.shape.gpus)
     if limit_reason is not None:

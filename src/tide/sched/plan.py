@@ -117,12 +117,16 @@ class Plan:
         ]
         n = ix.n
         if not rows:
+            # three arrays, not one
+            zero_g, zero_c, zero_m = (np.zeros((n, 1), dtype=np.int64) for _ in range(3))
             return cls(
                 ix,
                 now,
                 *_free_arrays(usage, share),
                 np.full((n, 1), INF),
-                *(np.zeros((n, 1), dtype=np.int64) for _ in range(3)),  # three arrays, not one
+                zero_g,
+                zero_c,
+                zero_m,
                 np.array([]),
             )
         arr = np.array(rows, dtype=np.float64)
@@ -141,7 +145,8 @@ class Plan:
             m[nodes, col] = arr[:, j].astype(np.int64)
             amounts.append(np.cumsum(m, axis=1))
         times = np.unique(rel_t[np.isfinite(rel_t)])
-        return cls(ix, now, *_free_arrays(usage, share), rel_t, *amounts, times)
+        rel_g, rel_c, rel_m = amounts
+        return cls(ix, now, *_free_arrays(usage, share), rel_t, rel_g, rel_c, rel_m, times)
 
     # -- queries ------------------------------------------------------------
 

@@ -266,7 +266,8 @@ def _queue_order(
     shortest predicted run first ("sjf"), priority order breaking ties.
     Returns the order and the protected jobs."""
     pending, now = cyc.snap.pending, cyc.snap.now
-    protected, rest = [], []
+    protected: list[tuple[int, float]] = []
+    rest: list[tuple[int, float]] = []
     for i in order:
         job = pending[i]
         waited = now - (job.eligible if job.eligible is not None else job.submit)

@@ -208,8 +208,9 @@ class PooledScheduler:
         st.held = to_hold
         if to_hold == 0:
             return
-        assert v.replica_gpus is not None
-        order = sorted(np.flatnonzero(free > 0), key=lambda i: (-int(v.replica_gpus[i]), int(i)))
+        replica_gpus = v.replica_gpus
+        assert replica_gpus is not None
+        order = sorted(np.flatnonzero(free > 0), key=lambda i: (-int(replica_gpus[i]), int(i)))
         nodes = []
         for i in order:
             take = min(int(free[i]), to_hold)
