@@ -105,6 +105,22 @@ def test_users_see_and_change_only_their_own_jobs(tiny: Any) -> None:
         assert op.delete(f"/v1/jobs/{jid}").json()["jobs"][0]["state"] == "CANCELLED"
 
 
+def test_job_listing_with_efficiency_adds_it_to_each_job(tiny: Any) -> None:
+    """?efficiency=true: every listed job gains an `efficiency` key (null for a job
+    that reported no training steps); the other listing shapes are unchanged."""
+    with tiny.client(tiny.tokens["alice"]) as alice:
+        jid = submit(alice, HELLO, tiny.work, ["--hold"]).json()["job_id"]
+        jobs = alice.get("/v1/jobs", params={"efficiency": "true"}).json()["jobs"]
+        assert jobs and all("efficiency" in j for j in jobs)
+        assert next(j for j in jobs if j["id"] == jid)["efficiency"] is None
+        plain = alice.get("/v1/jobs").json()["jobs"]
+        assert [j["id"] for j in plain] == [j["id"] for j in jobs]
+        assert all("efficiency" not in j for j in plain)
+        cols = alice.get("/v1/jobs", params={"format": "columns", "efficiency": "true"}).json()
+        assert set(cols) == {"columns", "rows"} and len(cols["rows"]) == len(jobs)
+        alice.delete(f"/v1/jobs/{jid}")
+
+
 def test_hold_release_update_and_admin_hold(tiny: Any) -> None:
     with tiny.client(tiny.tokens["alice"]) as alice, tiny.client(tiny.tokens["oscar"]) as op:
         jid = submit(alice, HELLO, tiny.work, ["--hold", "-t", "10"]).json()["job_id"]

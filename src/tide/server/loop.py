@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tide.hostlist import compress
 from tide.model.job import Job
 from tide.sched import triggers
 from tide.sched.isolate import JobFault, schedule_isolating
-from tide.sched.types import Decisions
+from tide.sched.types import Decisions, Snapshot
 from tide.sched.usage import charge_all, decay
 from tide.server import ray_nodes
 from tide.server.apply import apply, cpus_of
@@ -81,11 +81,17 @@ class WillRun:
 
 
 class SchedulingLoop:
-    def __init__(self, ctl: Ctl, schedule_fn: Any = None) -> None:
+    def __init__(
+        self, ctl: Ctl, schedule_fn: Callable[[Snapshot], Decisions] | None = None
+    ) -> None:
         self.ctl = ctl
         self._own_scheduler = schedule_fn is None
-        self.driver: PolicyDriver | None = None if schedule_fn else _driver(ctl)
-        self._schedule = schedule_fn or self.driver
+        self.driver: PolicyDriver | None = None
+        self._schedule: Callable[[Snapshot], Decisions]
+        if schedule_fn is None:
+            self.driver = self._schedule = _driver(ctl)
+        else:
+            self._schedule = schedule_fn
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tide-sched", daemon=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from typing import Any, Protocol, runtime_checkable
 
 from tide.server.auth import Principal
 from tide.server.ports import Ctl
@@ -25,22 +26,31 @@ _last = [0.0]
 _ignored: set[str] = set()  # names logged once as not in the cluster file
 
 
+@runtime_checkable
+class Membership(Protocol):
+    """An executor that follows a cluster's membership (the Ray executor)."""
+
+    def node_changes(self) -> tuple[list[str], list[str]]: ...
+    def alive_nodes(self) -> set[str]: ...
+    def ray_node_table(self) -> dict[str, Any]: ...
+
+
 def sync(ctl: Ctl, force: bool = False) -> None:
     """Mark DOWN / resume / add nodes as the executor's membership says (the
     loop calls this before collecting exits, so a dead node's jobs requeue)."""
-    changes = getattr(ctl.executor, "node_changes", None)
-    if changes is None or (not force and time.monotonic() - _last[0] < CHECK_EVERY):
+    ex = ctl.executor
+    if not isinstance(ex, Membership) or (not force and time.monotonic() - _last[0] < CHECK_EVERY):
         return
     _last[0] = time.monotonic()
     from tide.server.services import nodes
 
-    changes()  # re-reads membership; the executor ends the jobs of dead nodes
-    alive = ctl.executor.alive_nodes()
+    ex.node_changes()  # re-reads membership; the executor ends the jobs of dead nodes
+    alive = ex.alive_nodes()
     with ctl.lock:
         states = dict(ctl.node_states)
     known = {n.name for n in ctl.cluster.nodes}
     if alive - known:
-        _grow(ctl, sorted(alive - known))
+        _grow(ctl, ex, sorted(alive - known))
     for n in ctl.cluster.nodes:
         state, reason = states.get(n.name, (str(n.state), n.reason))
         if n.name not in alive and state not in ("DOWN", "FUTURE"):
@@ -51,7 +61,7 @@ def sync(ctl: Ctl, force: bool = False) -> None:
             nodes.set_state(ctl, _ACTOR, n.name, "IDLE", "")
 
 
-def _grow(ctl: Ctl, names: list[str]) -> None:
+def _grow(ctl: Ctl, ex: Membership, names: list[str]) -> None:
     """New Ray nodes become tide nodes at the end of the list (allocations
     name nodes by index, so existing ones keep theirs), in partition 'ray'."""
     from tide.exec.ray.cluster import PARTITION, tide_node, topology
@@ -63,7 +73,7 @@ def _grow(ctl: Ctl, names: list[str]) -> None:
             log.warning("Ray node %s is not in the cluster file; add it there to use it", name)
         _ignored.update(names)
         return
-    table = ctl.executor.ray_node_table()
+    table = ex.ray_node_table()
     new = [tide_node(name, table[name]) for name in names]
     nodes = [*cl.nodes, *new]
     parts = [

@@ -139,14 +139,16 @@ def list_jobs(
         limit=limit,
     )
     cols, rows = svc.listing(ctl_of(request), p, f)
+    body: dict[str, Any]
     if format == "columns":
         body = {"columns": cols, "rows": rows}
     else:
-        body = {"jobs": [views.queue_item(tuple(r)) for r in rows]}
+        jobs = [views.queue_item(tuple(r)) for r in rows]
         if efficiency:
-            figures = eff.for_ids(ctl_of(request), [j["id"] for j in body["jobs"]])
-            for j in body["jobs"]:
+            figures = eff.for_ids(ctl_of(request), [j["id"] for j in jobs])
+            for j in jobs:
                 j["efficiency"] = figures.get(j["id"])
+        body = {"jobs": jobs}
     # json.dumps directly: a 100,000-job queue must not go through response models
     return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
 

@@ -188,7 +188,8 @@ def put_assoc(ctl: Ctl, body: AssocBody) -> dict[str, Any]:
         if body.default_account:
             acctrepo.put_user(s, body.user, None, body.account)
     ctl.reload_tree()
-    return _assoc_view(ctl.tree.assoc(body.user, body.account))
+    # None only when another request deleted it since: this request stored `assoc`
+    return _assoc_view(ctl.tree.assoc(body.user, body.account) or assoc)
 
 
 def delete_assoc(ctl: Ctl, user: str, account: str) -> None:

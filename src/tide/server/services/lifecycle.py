@@ -68,13 +68,17 @@ def probe_phases(ctl: Ctl) -> None:
     """'All tasks running' for live jobs, from the executor's step records
     (LocalExecutor writes one per srun step with the time all its tasks ran;
     the Ray executor reads them from the job's batch node: its steps())."""
-    ex = ctl.executor
-    if ex is None or not (hasattr(ex, "job_dir") or hasattr(ex, "steps")):
+    ex_steps = getattr(ctl.executor, "steps", None)
+    job_dir = getattr(ctl.executor, "job_dir", None)
+    if ex_steps is None and job_dir is None:
         return
     from tide.exec.jobdir import read_steps
 
     def steps(job_id: int) -> list[dict[str, Any]]:
-        return ex.steps(job_id) if hasattr(ex, "steps") else read_steps(ex.job_dir(job_id))
+        if ex_steps is not None:
+            return ex_steps(job_id)
+        assert job_dir is not None  # one of the two is there (above)
+        return read_steps(job_dir(job_id))
 
     with ctl.sessions() as s:
         ids = [jid for jid, t in jobrepo.live_columns(s, ["RUNNING"], "tasks_running_time")

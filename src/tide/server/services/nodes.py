@@ -155,9 +155,10 @@ def set_state(ctl: Ctl, who: Principal, names: str, state: str, reason: str) -> 
             fail(name)
             down_and_fence(ctl, name, reason or "failed (tide node fail)", who.user)
     else:
-        if state == "IDLE" and hasattr(ctl.executor, "resume_node"):
+        resume = getattr(ctl.executor, "resume_node", None)
+        if state == "IDLE" and resume is not None:
             for name in wanted:  # a new agent first, or the watcher sees none and fails it
-                ctl.executor.resume_node(name)
+                resume(name)
         _store_state(ctl, wanted, state, reason, who.user)
         if state == "DOWN":
             _fail_jobs_on(ctl, set(wanted), reason, who.user)
