@@ -175,14 +175,14 @@ class Router:
                 if ep.outstanding == 0:
                     self._drop(eid)
         for eid, item in wanted.items():
-            ep = self.endpoints.get(eid)
+            known = self.endpoints.get(eid)
             host, port = str(item["host"]), int(item["port"])
-            if ep is None or (ep.host, ep.port) != (host, port):
-                if ep is not None:
-                    ep.pool.close()
+            if known is None or (known.host, known.port) != (host, port):
+                if known is not None:
+                    known.pool.close()
                 self.endpoints[eid] = Endpoint(eid, host, port, UpstreamPool(host, port))
             else:
-                ep.draining = False  # back from draining; an ejection runs its 2 s
+                known.draining = False  # back from draining; an ejection runs its 2 s
         self.generation += 1
         self._signal_ready()
 
