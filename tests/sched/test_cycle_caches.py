@@ -81,13 +81,14 @@ def test_schedulable_follows_node_states_and_hands_out_copies() -> None:
 def test_holds_arrays_see_every_add() -> None:
     holds = Holds()
     for k in range(40):  # past the first growth of the columns
-        holds.add(k % 5, float(k), float(k + 10), 1, 0, 0, k % 2 == 0, "")
+        holds.add(k % 5, float(k), float(k + 10), 1, 0, 0, k % 2 == 0, "" if k % 3 else "resv")
         nodes, _, ends, gpus, _, _, whole, _ = holds.arrays()
         assert gpus.tolist() == [1] * (k + 1)
         assert len(nodes) == k + 1 and holds.arrays() is holds.arrays()
         assert nodes.tolist() == [i % 5 for i in range(k + 1)]
         assert ends.tolist() == [float(i + 10) for i in range(k + 1)]
         assert whole.tolist() == [i % 2 == 0 for i in range(k + 1)]
+        assert holds.untagged().tolist() == (holds.arrays()[7] == "").tolist()
     assert np.array_equal(holds.arrays()[1], np.arange(40, dtype=float))
 
 

@@ -379,8 +379,8 @@ class _Closed:
         open_ = self.cyc.usage.usable & (plan.free_gpus >= self.min_gpus)
         if not open_.any():
             return True
-        hn, hs, he, _, _, _, hw, tags = plan.holds.arrays()
-        blocking = hw & (tags == "") & (he > now) & (hs < now + self.min_limit)
+        hn, hs, he, _, _, _, hw, _ = plan.holds.arrays()
+        blocking = hw & plan.holds.untagged() & (he > now) & (hs < now + self.min_limit)
         open_[hn[blocking]] = False
         return not open_.any()
 

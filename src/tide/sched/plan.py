@@ -47,6 +47,7 @@ class Holds:
     def __init__(self) -> None:
         self._n = 0
         self._data = {name: np.zeros(16, dtype=dt) for name, dt in self._COLS}
+        self._data["plain"] = np.zeros(16, dtype=bool)  # tag == "", kept as holds come
         self._views: tuple[np.ndarray, ...] | None = None  # `arrays` until the next add
 
     def add(
@@ -68,6 +69,7 @@ class Holds:
         row = (node, start, end, gpus, cores, mem, whole, tag)
         for (name, _), value in zip(self._COLS, row, strict=True):
             self._data[name][self._n] = value
+        self._data["plain"][self._n] = tag == ""
         self._n += 1
         self._views = None
 
@@ -77,6 +79,11 @@ class Holds:
         if self._views is None:
             self._views = tuple(self._data[name][: self._n] for name, _ in self._COLS)
         return self._views
+
+    def untagged(self) -> np.ndarray:
+        """Per hold, whether it has no tag: the tag column compared with "" (an
+        object column costs a Python comparison per hold on every read)."""
+        return self._data["plain"][: self._n]
 
     def __len__(self) -> int:
         return self._n
