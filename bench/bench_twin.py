@@ -16,6 +16,10 @@ per second of simulation.
 
     .venv/bin/python bench/bench_twin.py                 # everything, median of 3
     .venv/bin/python bench/bench_twin.py --reps 1 --no-general
+    # the general engine only, the first 3,000 jobs of each preset, against another
+    # checkout of tide in the same run (CPU per job and the ratio):
+    .venv/bin/python bench/bench_twin.py --no-swf --general-budget 0 --general-jobs 3000 \
+        --baseline-src ../main
 
 Both tide's and pyss's sources are compiled to bytecode before the runs (as an
 installed package is; PYTHONDONTWRITEBYTECODE would otherwise make every run
