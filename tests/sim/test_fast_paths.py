@@ -251,3 +251,19 @@ def test_percentiles_bit_for_bit_numpy() -> None:
              np.round(rng.normal(0, 1e4, n), 3)][trial % 3]  # fmt: skip
         want = np.percentile(x, [50, 95, 99], method="linear").tolist()
         assert [v.hex() for v in percentiles(x, (50, 95, 99))] == [v.hex() for v in want]
+
+
+def test_jobs_csv_in_chunks_is_the_same_file(tmp_path: os.PathLike[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """jobs.csv written a few rows at a time (C and Python) equals it written whole."""
+    tab = ResultTable.from_results(_results(random.Random(3), 300))
+    whole, parts = f"{tmp_path}/whole.csv", f"{tmp_path}/parts.csv"
+    for no_c in ("", "1"):
+        monkeypatch.setenv("TIDE_NO_C", no_c)
+        write_jobs_csv(whole, tab, chunk=10**9)
+        assert write_jobs_csv(parts, tab, chunk=7) == 300
+        with open(whole, "rb") as fa, open(parts, "rb") as fb:
+            assert fa.read() == fb.read()
+    empty = ResultTable.from_results([])
+    write_jobs_csv(parts, empty, chunk=7)
+    with open(parts) as f:
+        assert f.read().count("\n") == 1  # the header alone

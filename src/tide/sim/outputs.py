@@ -121,10 +121,15 @@ def job_columns(tab: ResultTable) -> list[tuple[str, list[str] | np.ndarray]]:
     ]  # fmt: skip
 
 
-def write_jobs_csv(path: str | Path, results: Iterable[JobResult] | ResultTable) -> int:
+CSV_CHUNK = 1 << 16  # rows formatted at a time: a million-row file is never held whole
+
+
+def write_jobs_csv(
+    path: str | Path, results: Iterable[JobResult] | ResultTable, chunk: int = CSV_CHUNK
+) -> int:
     """One row per job in the order given; returns the number of rows. The same
     bytes as csv.writer over job_row() (QUOTE_MINIMAL, "\n" line ends), built a
-    column at a time (in C when the kernel is built)."""
+    column at a time (in C when the kernel is built), `chunk` rows at a time."""
     from tide.sim.table import ResultTable
 
     tab = results if isinstance(results, ResultTable) else ResultTable.from_results(results)
@@ -134,17 +139,20 @@ def write_jobs_csv(path: str | Path, results: Iterable[JobResult] | ResultTable)
         kinds = "".join(k for k, _ in cols)
         data = [np.ascontiguousarray(c, dtype=np.float64 if k == "f" else np.int64)
                 if k != "s" else c for k, c in cols]  # fmt: skip
-        body = csv_rows(tuple(data), kinds, _csv_special(), 3)
         with _open(path, "wb") as f:
             f.write((",".join(JOB_COLUMNS) + "\n").encode())
-            f.write(body)
+            for lo in range(0, len(tab), chunk):
+                part = tuple(c[lo : lo + chunk] for c in data)
+                f.write(csv_rows(part, kinds, _csv_special(), 3))
         return len(tab)
-    text = [c if isinstance(c, list) else fmt_column(c) if k == "f" else int_column(c)
-            for k, c in cols]  # fmt: skip
     with _open(path, "w") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(JOB_COLUMNS)
-        w.writerows(zip(*text, strict=True))
+        for lo in range(0, len(tab), chunk):
+            text = [c[lo : lo + chunk] if isinstance(c, list)
+                    else fmt_column(c[lo : lo + chunk]) if k == "f"
+                    else int_column(c[lo : lo + chunk]) for k, c in cols]  # fmt: skip
+            w.writerows(zip(*text, strict=True))
     return len(tab)
 
 
