@@ -20,7 +20,7 @@ next to it the artifact's expected results (mean of seeds 42-51).
     .venv/bin/python bench/bench_fgd.py --tune 1.0     # stop at 100 %
 
 TIDE_TRACES overrides the traces folder (default: ../shared/traces, then
-/work/shared/traces). About a minute of CPU per seed for both placements.
+/work/shared/traces). About 25 s of CPU per seed for the three placements.
 """
 
 from __future__ import annotations
