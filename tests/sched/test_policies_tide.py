@@ -364,17 +364,15 @@ def _tiny_stream_and_a_big_job() -> list[SimJob]:
     return sorted(jobs, key=lambda j: (j.submit, j.id))
 
 
-@pytest.mark.parametrize("guard", ["guard_big", "guard_pending"])
-def test_guard_big_keeps_a_large_jobs_wait_within_slurms(guard: str) -> None:
-    """Planning with limits while a large job waits (guard_big: the whole
-    cycle; guard_pending: the pending jobs, running ones keep their predicted
-    ends): no tiny job backfilled on a prediction it overruns can move the
-    large job's reservation. (The fixed configuration does without it:
-    docs/policies.md, the seed004 table.)"""
+def test_guard_big_keeps_a_large_jobs_wait_within_slurms() -> None:
+    """Planning with limits while a large job waits (guard_big): no tiny job
+    backfilled on a prediction it overruns can move the large job's
+    reservation. (The fixed configuration does without it: docs/policies.md,
+    the seed004 table.)"""
     from tide.model.sched_config import SchedulerConfig
 
     waits = {}
-    for name, kw in (("slurm", None), ("guarded", {guard: True})):
+    for name, kw in (("slurm", None), ("guarded", {"guard_big": True})):
         eng = Engine(flat_cluster(2), SchedulerConfig(backfill=BackfillMode.EASY, bf_interval=30),
                      "slurm" if kw is None else "tide")  # fmt: skip
         if kw is not None:

@@ -24,10 +24,6 @@ with these changes, each measured (docs/policies.md; bench/bench_quality.py):
    exact reservation times (no bf_resolution rounding, no will-run batches).
 5. Optional promises (`promises`): once a pending job's predicted start has
    passed, plan with limits until it starts.
-6. Optional guards for large jobs: while one waits, plan the whole cycle
-   with limits (`guard_big`), or only the pending jobs (`guard_pending`:
-   running jobs keep their predicted ends, so the large job's reservation
-   stays early, and nothing backfilled on a prediction can overrun into it).
 Placement (`placement`): "bestfit" is the core's topology-aware best fit
 (fewest free GPUs that suffice), which keeps large contiguous sets free;
 "fgd" orders the nodes for a job started now by FGD's fragmentation change
@@ -85,7 +81,6 @@ class TidePolicy:
         predictor: str = PREDICTOR,
         guard_big: bool = False,
         placement: str = "bestfit",
-        guard_pending: bool = False,
     ) -> None:
         if order not in ORDERS:
             raise ValueError(f"tide order {order!r}: choose one of {', '.join(ORDERS)}")
@@ -105,7 +100,6 @@ class TidePolicy:
         self.correction = correction
         self.promises = promises
         self.guard_big = guard_big
-        self.guard_pending = guard_pending
         self.capabilities = Capabilities(predictions=predict, predictor=predictor)
         self._copies: dict[int, tuple] = {}  # planned context copies, kept between cycles
 
@@ -127,8 +121,7 @@ class TidePolicy:
             snap = replace(snap, running=[_planned(r, snap, rule) for r in snap.running],
                            starts_only=False)  # fmt: skip
         cyc = open_cycle(snap, self.ix, usage, self.memo, self.victim_order)
-        guarded = predict and self.guard_pending and self._big_waits(snap)
-        if predict and cyc.resv is None and not guarded:
+        if predict and cyc.resv is None:
             _predicted_contexts(cyc, self._copies)
         if self.placement == "fgd":
             _fragmentation_aware(cyc)  # after the planned contexts: it reads them
