@@ -8,8 +8,9 @@ cell replays it through the general engine (run_policy, slurm; EASY backfill,
 bf_interval=30, or --backfill none for a cheaper pass) and writes jobs.csv,
 metrics.json and report.html, as `tide sim run` does. Its CPU time (user +
 sys) and peak RSS come from wait4 on the child, so each cell's memory is its
-own. A cell still running after --budget CPU seconds stops feeding jobs and
-says how many it had fed (its RSS is then that of the jobs fed so far).
+own. A cell still running after --budget CPU seconds stops feeding jobs (those
+fed run to their end, no outputs are written) and says how many it had fed:
+its CPU and RSS are then those of that many jobs.
 
     nice -n 10 .venv/bin/python bench/bench_growth.py
     nice -n 10 .venv/bin/python bench/bench_growth.py --nodes 100,1000 --jobs 10000,100000 \\
