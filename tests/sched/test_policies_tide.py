@@ -364,15 +364,17 @@ def _tiny_stream_and_a_big_job() -> list[SimJob]:
     return sorted(jobs, key=lambda j: (j.submit, j.id))
 
 
-def test_guard_big_keeps_a_large_jobs_wait_within_slurms() -> None:
-    """Planning with limits while a large job waits (guard_big): no tiny job
+@pytest.mark.parametrize("guard", [True, 0.9])
+def test_guard_big_keeps_a_large_jobs_wait_within_slurms(guard: bool | float) -> None:
+    """Planning with limits while a large job waits (guard_big: True from
+    `big`, a number from that share of the cluster): no tiny job
     backfilled on a prediction it overruns can move the large job's
     reservation. (The fixed configuration does without it: docs/policies.md,
     the seed004 table.)"""
     from tide.model.sched_config import SchedulerConfig
 
     waits = {}
-    for name, kw in (("slurm", None), ("guarded", {"guard_big": True})):
+    for name, kw in (("slurm", None), ("guarded", {"guard_big": guard})):
         eng = Engine(flat_cluster(2), SchedulerConfig(backfill=BackfillMode.EASY, bf_interval=30),
                      "slurm" if kw is None else "tide")  # fmt: skip
         if kw is not None:

@@ -24,6 +24,8 @@ with these changes, each measured (docs/policies.md; bench/bench_quality.py):
    exact reservation times (no bf_resolution rounding, no will-run batches).
 5. Optional promises (`promises`): once a pending job's predicted start has
    passed, plan with limits until it starts.
+6. Optional guard (`guard_big`): plan the cycle with limits while a large
+   job waits (True: at least `big` of the cluster; a number: that share).
 Placement (`placement`): "bestfit" is the core's topology-aware best fit
 (fewest free GPUs that suffice), which keeps large contiguous sets free;
 "fgd" orders the nodes for a job started now by FGD's fragmentation change
@@ -79,7 +81,7 @@ class TidePolicy:
         correction: Correction = Correction.REQUESTED,
         promises: bool = False,
         predictor: str = PREDICTOR,
-        guard_big: bool = False,
+        guard_big: bool | float = False,
         placement: str = "bestfit",
     ) -> None:
         if order not in ORDERS:
@@ -140,7 +142,12 @@ class TidePolicy:
         return close_cycle(cyc)
 
     def _big_waits(self, snap: Snapshot) -> bool:
+        """Whether a job of `guard_big` (a share of the cluster; True: `big`)
+        is waiting."""
         big = self._big_gpus()
+        if not isinstance(self.guard_big, bool):
+            total = float(self.ix.gpus.sum()) or float(self.ix.cores.sum())
+            big = self.guard_big * total
         for job in snap.pending:
             req = job.request
             if job.eligible is not None and req.total_gpus(req.node_range()[0]) >= big:
