@@ -54,7 +54,7 @@ def test_result_columns_equal_the_table_of_the_results(tmp_path_factory, rs, spl
     cols = ResultColumns()
     for r in rs[:split]:  # finished in this order, the rest still live
         cols.add(r)
-    got = cols.table(rs[split:])
+    got = cols.take_table(rs[split:])
     want = ResultTable.from_results(sorted(rs, key=lambda r: r.job_id))
     _same(got, want)
     folder = tmp_path_factory.mktemp("csv")
@@ -81,7 +81,7 @@ def test_timeline_columns_equal_the_timeline_of_the_samples(ss) -> None:  # type
     if ss:
         cols.repeat_last(ss[-1].t + 5)
         ss.append(dataclasses.replace(ss[-1], t=ss[-1].t + 5))
-    got, want = cols.timeline(), Timeline.from_samples(ss)
+    got, want = cols.take_timeline(), Timeline.from_samples(ss)
     for f in dataclasses.fields(Timeline):
         x, y = getattr(got, f.name), getattr(want, f.name)
         if isinstance(x, np.ndarray):
@@ -111,7 +111,8 @@ def test_engine_keeps_nothing_per_finished_job(tmp_path: Path) -> None:
                     requeue_default=False, progress=lambda t, d, s: seen.append(
                         (len(engine.results), len(engine.sims), d)))  # fmt: skip
     out = engine.run(_jobs(300))
-    assert engine.results == {} and engine.sims == {} and len(engine.done) == 300
+    assert engine.results == {} and engine.sims == {} and engine.ended == 300
+    assert len(engine.done) == 0 and len(engine.samples) == 0  # handed to the output
     assert max(r for r, _, _ in seen) < 20  # only the jobs in flight, never all 300
     assert seen[-1][2] == 300
     assert out.table.job_id.tolist() == list(range(1, 301))

@@ -58,26 +58,28 @@ class ResultColumns:
             return s
         return got
 
-    def table(self, live: Iterable[JobResult] = ()) -> ResultTable:
-        """Every job, these and the `live` ones (not finished), sorted by job id."""
+    def take_table(self, live: Iterable[JobResult] = ()) -> ResultTable:
+        """Every job, these and the `live` ones (not finished), sorted by job id.
+        The numbers leave these columns as the table takes them (one copy of a
+        column at a time, not two of the whole run): they are empty after."""
         extra = ResultColumns()
         for r in live:
             extra.add(r)
-        cols: dict[str, object] = {}
-        for n in _FLOATS:
-            cols[n] = _join(self._floats[n], extra._floats[n], np.float64)
-        for n in _INTS:
-            cols[n] = _join(self._ints[n], extra._ints[n], np.int64)
-        for n in _BOOLS:
-            cols[n] = _join(self._bools[n], extra._bools[n], np.int8).astype(np.bool_)
-        ids = cols["job_id"]
-        assert isinstance(ids, np.ndarray)
+        ids = _join(self._ints["job_id"], extra._ints["job_id"], np.int64)
         order = np.argsort(ids, kind="stable")
-        for n in (*_FLOATS, *_INTS, *_BOOLS):
-            cols[n] = cols[n][order]  # type: ignore[index]
+        cols: dict[str, object] = {}
+        groups = ((self._floats, extra._floats, np.float64), (self._ints, extra._ints, np.int64),
+                  (self._bools, extra._bools, np.int8))  # fmt: skip
+        for mine, theirs, dtype in groups:
+            for n, col in mine.items():
+                cols[n] = _join(col, theirs[n], dtype)[order]
+                del col[:]
+        for n in _BOOLS:
+            cols[n] = cols[n].astype(np.bool_)  # type: ignore[attr-defined]
         pick = order.tolist()
         for n in _STRS:
             both = self._strs[n] + extra._strs[n]
+            self._strs[n].clear()
             cols[n] = [both[k] for k in pick]
         return ResultTable.build(len(pick), **cols)
 
@@ -130,15 +132,22 @@ class TimelineColumns:
         last = {names[self.account[k]]: self.gpus[k] for k in range(lo, hi)}
         self.add(t, self.allocated[-1], self.blocked_idle[-1], self.queue[-1], last)
 
-    def timeline(self) -> Timeline:
+    def take_timeline(self) -> Timeline:
+        """The Timeline; these columns are empty after (each copied, then let go)."""
+
+        def take(col: array, dtype: type) -> np.ndarray:
+            out: np.ndarray = np.frombuffer(col, dtype=dtype).copy()
+            del col[:]
+            return out
+
         i64 = np.int64
         return Timeline(
-            t=np.frombuffer(self.t, dtype=np.float64).copy(),
-            allocated=np.frombuffer(self.allocated, dtype=i64).copy(),
-            blocked_idle=np.frombuffer(self.blocked_idle, dtype=i64).copy(),
-            queue=np.frombuffer(self.queue, dtype=i64).copy(),
-            first=np.frombuffer(self.first, dtype=i64).copy(),
-            account=np.frombuffer(self.account, dtype=i64).copy(),
-            gpus=np.frombuffer(self.gpus, dtype=i64).copy(),
+            t=take(self.t, np.float64),
+            allocated=take(self.allocated, i64),
+            blocked_idle=take(self.blocked_idle, i64),
+            queue=take(self.queue, i64),
+            first=take(self.first, i64),
+            account=take(self.account, i64),
+            gpus=take(self.gpus, i64),
             names=list(self._index),
         )

@@ -808,8 +808,8 @@ class Engine:
                 self._charge_held(end, jid)
                 self.results[jid].deadlocked = True
         return RunOutput(
-            self.done.table(self.results.values()),
-            self.samples.timeline(),
+            self.done.take_table(self.results.values()),
+            self.samples.take_timeline(),
             int(self.ix.gpus.sum()),
             self.cycles,
             self.events,
