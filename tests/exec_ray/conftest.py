@@ -22,9 +22,12 @@ def rc() -> Iterator[raycluster.RayTestCluster]:
         tc.cluster.shutdown()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `pytest -n 2 --dist loadgroup` (make test) every test that needs
-    the Ray cluster runs on one worker, so one cluster is started, not two."""
+    the Ray cluster runs on one worker, so one cluster is started, not two.
+    Marked after xdist had read the groups, the Ray tests ran on both workers
+    with a cluster each."""
     for item in items:
         if "rc" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("ray"))

@@ -103,3 +103,19 @@ def test_unreachable_ray_address_is_one_clear_line(tmp_path) -> None:  # type: i
     assert done.returncode == 2, done.stderr
     assert "nothing answers there" in text and "Traceback" not in text
     assert "ray start --head" in text
+
+
+def test_each_ray_cluster_and_namespace_has_its_own_state_folder() -> None:
+    """Agents of two Ray clusters on one machine (or of one cluster started
+    again) must not share job folders: job ids collide there."""
+    from tide.exec.ray.executor import default_state_root
+
+    def head(node_id: str) -> RayNode:
+        return RayNode(node_id, True, "127.0.0.1", "h", {"node:__internal_head__": 1.0})
+
+    worker = RayNode("w" * 56, True, "127.0.0.1", "h", {"CPU": 4.0})
+    one = default_state_root([head("a" * 56), worker], "tide")
+    assert one == default_state_root([worker, head("a" * 56)], "tide")  # a restarted controller
+    assert one != default_state_root([head("b" * 56), worker], "tide")  # another cluster
+    assert one != default_state_root([head("a" * 56), worker], "other")  # another tide
+    assert one.endswith("tide-" + "a" * 16)

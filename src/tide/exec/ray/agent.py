@@ -92,7 +92,7 @@ class NodeAgent:
         self.local = _NodeLocal(Path(self.state_dir), node, launcher, **local)
         self.tasks: dict[str, _Task] = {}
         self.cond = threading.Condition()
-        # ends sent until the controller acknowledges them (see poll)
+        # ends offered until the controller has stored them (see poll, forget)
         self.unacked: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
         self.unacked_lock = threading.Lock()
         self.watchdog = subprocess.Popen(
@@ -115,6 +115,8 @@ class NodeAgent:
     def launch(self, spec: dict[str, Any]) -> None:
         job = jobdir.spec_from_json(spec)
         job.env = {**job.env, NODE_ID: self._node_id()}  # the script's own node
+        with self.unacked_lock:  # a requeued job's earlier end here is old news
+            self.unacked.pop(job.job_id, None)
         self.local.launch(job)
 
     def _node_id(self) -> str:
@@ -131,10 +133,12 @@ class NodeAgent:
     def poll(
         self, ack: list[int] | None = None
     ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-        """Ended jobs not yet acknowledged: (ExitReport fields, ExitRecord JSON).
-        An end is sent again on every poll until the controller lists its job in
-        `ack`: a reply lost to the controller's timed-out get (a loaded machine)
-        must not lose the end (the job would stay COMPLETING forever)."""
+        """Ended jobs not yet stored: (ExitReport fields, ExitRecord JSON).
+        An end is offered again on every poll until the controller forgets the
+        job, which it does once its store has the end: a reply lost to a
+        timed-out get, or an end the controller could not store (a busy
+        database on a loaded machine), must not be lost (the job would stay
+        COMPLETING for good). `ack` (job ids) also drops ends."""
         with self.unacked_lock:
             for job_id in ack or ():
                 self.unacked.pop(job_id, None)
@@ -165,6 +169,8 @@ class NodeAgent:
         return out
 
     def forget(self, job_id: int) -> None:
+        with self.unacked_lock:
+            self.unacked.pop(job_id, None)
         self.local.forget(job_id)
 
     def steps(self, job_id: int) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ server marks the node DOWN first (node_changes), so --requeue jobs requeue.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -77,9 +78,17 @@ def _reachable(address: str) -> None:
         ) from None
 
 
-def default_state_root() -> str:
-    """Where agents keep job directories on their node (local disk)."""
-    return os.path.join(tempfile.gettempdir(), f"tide-ray-{os.getuid()}")
+def default_state_root(nodes: list[RayNode] | None = None, namespace: str = NAMESPACE) -> str:
+    """Where agents keep job directories on their node (local disk): one
+    folder per Ray cluster (its head node's id, new at each start) and tide
+    namespace. Shared by two clusters on one machine (CI's parallel test
+    workers), job ids collided in it: one controller collected the other's
+    ends and its own jobs stayed COMPLETING; a restarted cluster's agents
+    offered the ends of a dead cluster's jobs."""
+    base = os.path.join(tempfile.gettempdir(), f"tide-ray-{os.getuid()}")
+    heads = sorted(n.node_id for n in nodes or () if "node:__internal_head__" in n.resources)
+    cluster = heads[0][:16] if heads else "cluster"
+    return os.path.join(base, f"{namespace}-{cluster}")
 
 
 class RayExecutor(Executor):
@@ -110,14 +119,14 @@ class RayExecutor(Executor):
         self.ray = require_ray()
         self.address = address or "auto"
         self.namespace = namespace
-        self.state_root = state_root or default_state_root()
+        self._connect()
+        self.state_root = state_root or default_state_root(ray_nodes(self.ray), namespace)
         self.checkpoint_root = checkpoint_root
         self.local_opts = dict(
             kill_wait=kill_wait, step_grace=step_grace, cluster_name=cluster_name
         )
         self.kill_wait = kill_wait
         self.auto_health = auto_health
-        self._connect()
         self._lock = threading.RLock()
         self._agents: dict[str, Any] = {}
         self._nodes: dict[str, RayNode] = {}
@@ -128,7 +137,7 @@ class RayExecutor(Executor):
         self._failed: dict[int, str] = {}  # job -> the dead node that ended it
         self._records: dict[int, jobdir.ExitRecord] = {}
         self._held: dict[int, tuple[ExitReport, dict[str, Any] | None, str, float]] = {}
-        self._acks: dict[str, list[int]] = {}  # per node: ends taken in, to acknowledge
+        self._cancelling: set[int] = set()  # jobs this executor was asked to end
         self._refresh()
         self._adopt()
 
@@ -241,6 +250,7 @@ class RayExecutor(Executor):
             self._jobs[spec.job_id] = names
             self._failed.pop(spec.job_id, None)
             self._records.pop(spec.job_id, None)
+            self._cancelling.discard(spec.job_id)
 
     def _batch_agent(self, job_id: int) -> Any | None:
         with self._lock:
@@ -255,6 +265,8 @@ class RayExecutor(Executor):
             self.ray.get(a.signal.remote(job_id, int(sig)), timeout=60)
 
     def cancel(self, job_id: int, grace: float = 30.0) -> None:
+        with self._lock:
+            self._cancelling.add(job_id)
         self._end_job(job_id, grace)
 
     def _end_job(self, job_id: int, grace: float) -> None:
@@ -273,10 +285,11 @@ class RayExecutor(Executor):
         for name, ended in self._ask_agents():
             for fields, rec in ended:
                 report = ExitReport(**fields)
-                with self._lock:  # taken in: the next poll of that node acknowledges it
-                    self._acks.setdefault(name, []).append(report.job_id)
                 with self._lock:  # ended while no controller watched: forget() finds it
-                    self._jobs.setdefault(report.job_id, [name])
+                    nodes = self._jobs.setdefault(report.job_id, [name])
+                if nodes[0] != name:  # an earlier run's end, on the node it ran on then
+                    self._drop_stale_end(name, report.job_id)
+                    continue
                 lost = self._lost_node(report)
                 if lost:
                     with self._lock:
@@ -287,10 +300,19 @@ class RayExecutor(Executor):
         reports += self._orphans()
         return reports
 
+    def _drop_stale_end(self, name: str, job_id: int) -> None:
+        """A job requeued elsewhere: its old node's agent still offers the
+        earlier run's end (its forget was lost); taken in, it would end the
+        new run."""
+        log.info("job %s: dropping an earlier run's end from %s", job_id, name)
+        with contextlib.suppress(Exception):  # else offered again, and dropped again
+            self.ray.get(self.agent(name).forget.remote(job_id), timeout=10)
+
     def _ask_agents(self) -> list[tuple[str, list[Any]]]:
         """(node, ends) from the batch nodes of known jobs, and every
         SWEEP_EVERY s from all nodes (ends of jobs started before a restart);
-        the questions go out at once, so a slow node delays only itself."""
+        the questions go out at once, so a slow node delays only itself. An
+        agent offers each end until forget() says the store has it."""
         now = time.monotonic()
         with self._lock:
             names = {nodes[0] for nodes in self._jobs.values()} & self._alive
@@ -298,13 +320,9 @@ class RayExecutor(Executor):
                 names, self._swept = set(self._alive), now
         refs = []
         for name in sorted(names):
-            with self._lock:
-                ack = self._acks.pop(name, [])
             try:
-                refs.append((name, self.agent(name).poll.remote(ack)))
+                refs.append((name, self.agent(name).poll.remote()))
             except Exception:
-                with self._lock:  # not sent: acknowledged with the next question
-                    self._acks.setdefault(name, []).extend(ack)
                 continue
         out = []
         for name, ref in refs:
@@ -321,6 +339,8 @@ class RayExecutor(Executor):
             nodes = list(self._jobs.get(report.job_id, []))[1:]
             if report.job_id in self._failed or (report.exit_code == 0 and not report.signal):
                 return ""
+            if report.job_id in self._cancelling:
+                return ""  # ended because it was asked to: no node to suspect
         for name in dict.fromkeys(nodes):
             try:
                 self.ray.get(self.agent(name).info.remote(), timeout=5)
@@ -419,11 +439,13 @@ class RayExecutor(Executor):
             return self._records.get(job_id)
 
     def forget(self, job_id: int) -> None:
+        """The store has the job's end: its batch node's agent stops offering it."""
         with self._lock:
             nodes = self._jobs.pop(job_id, [])
             self._failed.pop(job_id, None)
             self._records.pop(job_id, None)
             self._held.pop(job_id, None)
+            self._cancelling.discard(job_id)
         if nodes and nodes[0] in self.alive_nodes():
             self.ray.get(self.agent(nodes[0]).forget.remote(job_id), timeout=60)
 
