@@ -24,8 +24,9 @@ with these changes, each measured (docs/policies.md; bench/bench_quality.py):
    exact reservation times (no bf_resolution rounding, no will-run batches).
 5. Optional promises (`promises`): once a pending job's predicted start has
    passed, plan with limits until it starts.
-6. Optional guard (`guard_big`): plan the cycle with limits while a large
-   job waits (True: at least `big` of the cluster; a number: that share).
+6. Guard (`guard_big`): plan the cycle with limits while a job of the
+   whole cluster waits (a number: that share of the cluster; True: `big`;
+   False: never).
 Placement (`placement`): "bestfit" is the core's topology-aware best fit
 (fewest free GPUs that suffice), which keeps large contiguous sets free;
 "fgd" orders the nodes for a job started now by FGD's fragmentation change
@@ -57,6 +58,11 @@ from tide.sched.types import Decisions, Reason, Running, Snapshot
 
 AGED = 24 * 3600.0  # seconds of wait after which a job is protected (site priority order)
 BIG = 0.5  # share of the cluster's GPUs from which a job is protected from its submission
+# while a job of this share of the cluster waits, the cycle plans with limits
+# (a job of the whole cluster starts only once everything drained: any
+# overrun of a job backfilled on a prediction would delay it; 0.9 or 0.5
+# cost SDSC-SP2 its goal: docs/policies.md)
+GUARD = 1.0
 ORDERS = ("saf", "sjf", "priority")
 PREDICTOR = "tsafrir"  # tide.sched.predict.RuntimeModel kind (bench/bench_quality.py)
 PROMISE = "tide.promise"  # Job.meta: (first planned start, restarts then)
@@ -81,7 +87,7 @@ class TidePolicy:
         correction: Correction = Correction.REQUESTED,
         promises: bool = False,
         predictor: str = PREDICTOR,
-        guard_big: bool | float = False,
+        guard_big: bool | float = GUARD,
         placement: str = "bestfit",
     ) -> None:
         if order not in ORDERS:
@@ -331,4 +337,4 @@ def _sjbf(cyc: Cycle, order: list[int]) -> list[int]:
     return head + sorted(tail, key=lambda i: (_planned_limit(cyc, pending[i]), rank[i]))
 
 
-__all__ = ["AGED", "BIG", "ORDERS", "TidePolicy"]
+__all__ = ["AGED", "BIG", "GUARD", "ORDERS", "TidePolicy"]
