@@ -166,49 +166,13 @@ def growth(a: argparse.Namespace) -> None:
     for nodes in [int(x) for x in a.nodes_list.split(",")]:
         for jobs in [int(x) for x in a.jobs_list.split(",")]:
             with tempfile.TemporaryDirectory() as tmp:
-                opts = _growth_case(Path(tmp), nodes, jobs)
+                opts = twin_cases.growth(Path(tmp), nodes, jobs)[1::2]  # conf, workload
                 cmd = [sys.executable, __file__, "--child", "feed", *opts, str(a.budget)]
                 _, _, rss, text = _run(cmd)
                 e = json.loads(text.strip().splitlines()[-1])
                 print(f"  {nodes:7,} {jobs:9,} {e['fed']:9,} {e['cpu']:7.1f} "
                       f"{e['fed'] / max(e['cpu'], 1e-9):8,.0f} {rss:7.0f}"
                       + ("" if e["done"] else "  (budget)"))  # fmt: skip
-
-
-def _growth_case(out: Path, nodes: int, jobs: int) -> list[str]:
-    import random
-
-    conf = out / "conf"
-    conf.mkdir(parents=True)
-    leaf = 32
-    (conf / "slurm.conf").write_text(
-        "ClusterName=grow\nSchedulerType=sched/backfill\n"
-        "SchedulerParameters=bf_interval=30,bf_max_job_test=100,bf_window=1440\n"
-        "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n"
-        "TopologyPlugin=topology/tree\nGresTypes=gpu\n"
-        "NodeName=DEFAULT CPUs=64 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 "
-        "RealMemory=512000 Gres=gpu:8\n"
-        f"NodeName=g[00001-{nodes:05d}]\nPartitionName=gpu Nodes=ALL Default=YES MaxTime=2-0\n"
-    )  # fmt: skip
-    (conf / "gres.conf").write_text(f"NodeName=g[00001-{nodes:05d}] Name=gpu Count=8\n")
-    leaves = [f"SwitchName=l{k} Nodes=g[{k * leaf + 1:05d}-{min(nodes, (k + 1) * leaf):05d}]\n"
-              for k in range(-(-nodes // leaf))]  # fmt: skip
-    top = f"SwitchName=top Switches=l[0-{len(leaves) - 1}]\n"
-    (conf / "topology.conf").write_text("".join(leaves) + top)
-    rng = random.Random(1)
-    sizes = [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8), (4, 8)]
-    mean_gpus = sum(n * g for n, g in sizes) / len(sizes)
-    gap = mean_gpus * 3600 / (0.9 * nodes * 8)
-    t = 0.0
-    with (out / "jobs.jsonl").open("w") as f:
-        for i in range(1, jobs + 1):
-            t += rng.expovariate(1.0 / gap)
-            n, g = rng.choice(sizes)
-            run = max(60, int(rng.lognormvariate(7.8, 0.8)))
-            f.write(json.dumps({"id": i, "submit": int(t), "duration": run, "user": f"u{i % 50}",
-                                "nodes": n, "gpus_per_node": g,
-                                "time_limit": min(172800, run * 2)}) + "\n")  # fmt: skip
-    return [str(conf), str(out / "jobs.jsonl")]
 
 
 def child_feed(conf: str, workload: str, budget: str) -> None:

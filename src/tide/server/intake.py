@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from tide.server.auth import Principal
+from tide.server.batching import drain
 from tide.server.errors import ApiError
 from tide.server.ports import Ctl
 from tide.server.schemas import SubmitBody
@@ -64,17 +65,7 @@ class SubmitIntake:
             item = self._queue.get()
             if item is None:
                 return
-            batch = [item]
-            stop = False
-            while len(batch) < MAX_BATCH:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
+            batch, stop = drain(self._queue, item, MAX_BATCH)
             try:
                 self._take(batch)
             except Exception as e:  # a bug here must fail this batch, not the thread

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from tide.server.batching import drain
 from tide.store import jobs as jobrepo
 from tide.store.db import SessionFactory
 
@@ -78,19 +79,7 @@ class SubmitWriter:
             item = self._queue.get()
             if item is None:
                 return
-            batch = [item]
-            size = item.size
-            stop = False
-            while size < MAX_BATCH:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-                size += nxt.size
+            batch, stop = drain(self._queue, item, MAX_BATCH, lambda group: group.size)
             self._write(batch)
             if stop:
                 return
