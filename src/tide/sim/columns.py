@@ -67,15 +67,16 @@ class ResultColumns:
             extra.add(r)
         ids = _join(self._ints["job_id"], extra._ints["job_id"], np.int64)
         order = np.argsort(ids, kind="stable")
-        cols: dict[str, object] = {}
+        nums: dict[str, np.ndarray] = {}
         groups = ((self._floats, extra._floats, np.float64), (self._ints, extra._ints, np.int64),
                   (self._bools, extra._bools, np.int8))  # fmt: skip
         for mine, theirs, dtype in groups:
             for n, col in mine.items():
-                cols[n] = _join(col, theirs[n], dtype)[order]
+                nums[n] = _join(col, theirs[n], dtype)[order]
                 del col[:]
         for n in _BOOLS:
-            cols[n] = cols[n].astype(np.bool_)  # type: ignore[attr-defined]
+            nums[n] = nums[n].astype(np.bool_)
+        cols: dict[str, object] = dict(nums)
         pick = order.tolist()
         for n in _STRS:
             both = self._strs[n] + extra._strs[n]
