@@ -364,17 +364,18 @@ def _tiny_stream_and_a_big_job() -> list[SimJob]:
     return sorted(jobs, key=lambda j: (j.submit, j.id))
 
 
-@pytest.mark.parametrize("guard", [True, 0.9])
-def test_guard_big_keeps_a_large_jobs_wait_within_slurms(guard: bool | float) -> None:
+@pytest.mark.parametrize("guard", [True, 0.9, None])
+def test_guard_big_keeps_a_large_jobs_wait_within_slurms(guard: bool | float | None) -> None:
     """Planning with limits while a large job waits (guard_big: True from
     `big`, a number from that share of the cluster): no tiny job
     backfilled on a prediction it overruns can move the large job's
-    reservation. (The fixed configuration does without it: docs/policies.md,
-    the seed004 table.)"""
+    reservation. None: the fixed configuration (GUARD = 1.0, the stream's
+    large job is the whole cluster; docs/policies.md, the seed004 table)."""
     from tide.model.sched_config import SchedulerConfig
 
     waits = {}
-    for name, kw in (("slurm", None), ("guarded", {"guard_big": guard})):
+    guarded = {} if guard is None else {"guard_big": guard}
+    for name, kw in (("slurm", None), ("guarded", guarded)):
         eng = Engine(flat_cluster(2), SchedulerConfig(backfill=BackfillMode.EASY, bf_interval=30),
                      "slurm" if kw is None else "tide")  # fmt: skip
         if kw is not None:
