@@ -107,3 +107,11 @@ def test_sbatch_test_only_says_when_where_and_submits_nothing(outputs: tuple[dic
         words = line.split()
         assert words[:2] == ["sbatch:", "Job"] and words[3:6] == ["to", "start", "at"]
         assert line.endswith("using 1 processors on nodes node004 in partition gpu"), line
+
+
+def test_dates_are_masked_whole_so_recordings_compare_on_any_day() -> None:
+    """The recorded real-Slurm tables carry the day they were made: masked after
+    the times, the date kept its day and the comparison failed after midnight."""
+    assert normalize("Tue Dec 01 22:15:03 2026", []) == "<DATE>"
+    assert normalize("Wed Dec  2 00:01:02 2026", []) == "<DATE>"
+    assert normalize("up 1-02:03:04 at 2026-12-01T22:15:03", []) == "up <T> at <TS>"

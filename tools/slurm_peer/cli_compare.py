@@ -93,10 +93,10 @@ def tide_runner(python: str = sys.executable, cwd: str | None = None) -> Runner:
     return run
 
 
-_TIMES = [
+_TIMES = [  # dates first: masked after the times, they held "<T>" and the day showed
+    (re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\b"), "<DATE>"),
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\b"), "<TS>"),
     (re.compile(r"\b(\d+-)?\d{1,2}:\d\d(:\d\d)?\b"), "<T>"),
-    (re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} \d\d \d\d:\d\d:\d\d \d{4}\b"), "<DATE>"),
     (re.compile(r"\bUNLIMITED\b"), "<T>"),  # Slurm shows some running jobs' limit as 365 days
 ]
 _JOBID = re.compile(r"^(\s*)(\d+)(?=[_.\s|]|$)", re.MULTILINE)  # a line's first word
