@@ -119,8 +119,10 @@ def test_a_node_failure_under_traffic_drops_no_request(served: Any) -> None:
     and each replacement's decision -> ready counts from the failure, not from
     the service's last scale decision."""
     with served.client(served.tokens["alice"]) as c, served.client() as op:
-        r = c.post("/v1/services", json={"service": doc("nf", replicas=3),
-                                         "cwd": str(served.work)})  # fmt: skip
+        # the router holds requests until replacements are ready: on a loaded CI
+        # machine they took more than the default 30 s (a held request got a 502)
+        nf = doc("nf", replicas=3, bufferSeconds=55)  # under the load client's 60 s
+        r = c.post("/v1/services", json={"service": nf, "cwd": str(served.work)})
         assert r.status_code == 201, r.text
         url = r.json()["url"]
         wait_for("3 ready replicas", lambda: status(c, "nf")["ready"] == 3, 120)
