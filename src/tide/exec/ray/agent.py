@@ -93,8 +93,8 @@ class NodeAgent:
         self.tasks: dict[str, _Task] = {}
         self.cond = threading.Condition()
         # ends offered until the controller has stored them (see poll, forget)
-        self.unacked: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
-        self.unacked_lock = threading.Lock()
+        self.offered: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
+        self.offered_lock = threading.Lock()
         self.watchdog = subprocess.Popen(
             [sys.executable, "-m", "tide.exec.ray.watchdog", self.state_dir],
             stdin=subprocess.PIPE,
@@ -115,8 +115,8 @@ class NodeAgent:
     def launch(self, spec: dict[str, Any]) -> None:
         job = jobdir.spec_from_json(spec)
         job.env = {**job.env, NODE_ID: self._node_id()}  # the script's own node
-        with self.unacked_lock:  # a requeued job's earlier end here is old news
-            self.unacked.pop(job.job_id, None)
+        with self.offered_lock:  # a requeued job's earlier end here is old news
+            self.offered.pop(job.job_id, None)
         self.local.launch(job)
 
     def _node_id(self) -> str:
@@ -130,18 +130,14 @@ class NodeAgent:
     def cancel(self, job_id: int, grace: float) -> None:
         self.local.cancel(job_id, grace)
 
-    def poll(
-        self, ack: list[int] | None = None
-    ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    def poll(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Ended jobs not yet stored: (ExitReport fields, ExitRecord JSON).
         An end is offered again on every poll until the controller forgets the
         job, which it does once its store has the end: a reply lost to a
         timed-out get, or an end the controller could not store (a busy
         database on a loaded machine), must not be lost (the job would stay
-        COMPLETING for good). `ack` (job ids) also drops ends."""
-        with self.unacked_lock:
-            for job_id in ack or ():
-                self.unacked.pop(job_id, None)
+        COMPLETING for good)."""
+        with self.offered_lock:
             for r in self.local.poll():
                 rec = self.local.exit_record(r.job_id)
                 fields = {
@@ -151,8 +147,8 @@ class NodeAgent:
                     "reason": r.reason,
                     "node": r.node,
                 }
-                self.unacked[r.job_id] = (fields, rec.to_json() if rec is not None else None)
-            return list(self.unacked.values())
+                self.offered[r.job_id] = (fields, rec.to_json() if rec is not None else None)
+            return list(self.offered.values())
 
     def running(self) -> list[int]:
         return sorted(self.local.running())
@@ -169,8 +165,8 @@ class NodeAgent:
         return out
 
     def forget(self, job_id: int) -> None:
-        with self.unacked_lock:
-            self.unacked.pop(job_id, None)
+        with self.offered_lock:
+            self.offered.pop(job_id, None)
         self.local.forget(job_id)
 
     def steps(self, job_id: int) -> list[dict[str, Any]]:
