@@ -3,12 +3,15 @@
 `tide sbatch`/`tide submit` and `tide queue` run often (scripts, watch loops,
 job arrays of submissions): they go straight to their plain implementations
 (tide.slurm.sbatch, tide.cli.queue_fast: the standard library and tide's HTTP
-client only). Everything else, and --help, goes through the Typer app
-(tide.cli.main). bench/bench_cli.py measures the difference.
+client only). `tide sim run` (benchmarks time whole replays) parses its own
+options (tide.cli.sim_fast) where the result is certain. Everything else, and
+--help, goes through the Typer app (tide.cli.main). bench/bench_cli.py
+measures the difference.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 HELP = ("--help", "-h")
@@ -25,6 +28,14 @@ def main() -> None:
         from tide.cli.queue_fast import queue
 
         sys.exit(queue(rest))
+    if word == "sim" and rest[:1] == ["run"]:
+        # as tide.cli.main does for `tide sim`: the twin never calls BLAS
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        from tide.cli.sim_fast import main as sim_run
+
+        code = sim_run(rest[1:])
+        if code is not None:
+            sys.exit(code)
     from tide.cli.main import app
 
     app()

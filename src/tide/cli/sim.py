@@ -5,157 +5,46 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from tide.cli.sim_parallel import default_workers, run_policies, workload_info
-from tide.sim.faults import Fault, read_faults
-from tide.sim.runner import (
-    SCENARIOS,
-    PolicyRun,
-    SimInputs,
-    WorkloadOptions,
-    configure,
-    faults_for,
-    jobs_csv_name,
-    load_inputs,
-    run_policy,
-    write_comparison,
-    write_policy_outputs,
+from tide.cli import sim_steps
+from tide.cli.plain_console import print_table
+from tide.cli.replay import (
+    COMPARE_OUT,
+    REPLAY_OPTIONS,
+    RUN_OUT,
+    RUN_POLICY,
+    OptionSpec,
+    Replay,
 )
+from tide.cli.sim_parallel import default_workers
+from tide.cli.sim_steps import console, fail
+from tide.sim.runner import write_comparison, write_policy_outputs
 
 sim_app = typer.Typer(
     help="Digital twin: replay workloads under several policies.", no_args_is_help=True
 )
-console = Console(stderr=True, emoji=False, highlight=False, soft_wrap=True)  # H:M:S stays
-
-Workload = Annotated[
-    str | None,
-    typer.Option(
-        "--workload", "-w", help="An SWF log (.swf/.swf.gz), a tide .jsonl or an openb folder."
-    ),
-]
-Scenario = Annotated[str | None, typer.Option(help=f"A bundled scenario: {', '.join(SCENARIOS)}.")]
-ClusterOpt = Annotated[
-    str | None,
-    typer.Option("--cluster", help="tide YAML, or a bundled cluster name (demo, seed004)."),
-]
-SlurmConf = Annotated[
-    str | None,
-    typer.Option(
-        "--slurm-conf", help="slurm.conf, or a folder with slurm.conf, gres.conf, topology.conf."
-    ),
-]
-Out = Annotated[Path, typer.Option("--out", "-o", help="Output folder.")]
-Seed = Annotated[int, typer.Option(help="Seed for generators and fault draws.")]
-Backfill = Annotated[str | None, typer.Option(help="none, easy or conservative.")]
-Order = Annotated[str | None, typer.Option(help="Queue order: priority, fcfs or sjf.")]
-SwfFilter = Annotated[str, typer.Option("--swf-filter", help="strong or none.")]
-Estimates = Annotated[str, typer.Option(help="user (requested times) or exact (run times).")]
-Gpn = Annotated[int, typer.Option("--gpus-per-node", help="SWF processors per node.")]
-MaxProcs = Annotated[
-    int | None,
-    typer.Option(
-        "--max-procs",
-        help="SWF machine size in processors (for logs without '; MaxProcs:', or to override it).",
-        min=1,
-    ),
-]
-BfInterval = Annotated[
-    int | None,
-    typer.Option("--bf-interval", help="Seconds between backfill passes; 0 = at every event."),
-]
-Mtbf = Annotated[float | None, typer.Option(help="Mean time between failures per node (s).")]
-Mttr = Annotated[float, typer.Option(help="Mean time to repair (s).")]
-Price = Annotated[
-    float | None,
-    typer.Option("--price", help="Price of a GPU-hour: adds cost rows to the report.", min=0),
-]
-Mfu = Annotated[
-    float | None,
-    typer.Option(
-        "--mfu", help="Steady MFU (0-1) of training jobs on any GPU type, instead of the "
-        "per-type table (docs/twin-metrics.md); a job's own `mfu` wins.",
-        min=0, max=1,
-    ),
-]
-FromServer = Annotated[
-    Path | None,
-    typer.Option(
-        "--from-server",
-        help="A tide server's data folder: replay its job history (tide sim export) instead "
-        "of --workload; give its cluster with --cluster or --slurm-conf.",
-    ),
-]
-Gzip = Annotated[
-    bool,
-    typer.Option("--gzip", help="Write jobs.csv.gz (gzip) instead of jobs.csv: big runs."),
-]
-FaultsFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--faults", help="CSV of node failures: time,node[,repair_seconds] (seconds from start)."
-    ),
-]
 
 
-@dataclass
-class Replay:
-    """The options `run` and `compare` share (one definition, one order)."""
+def option(spec: OptionSpec) -> Any:
+    """The spec as a typer.Option."""
+    return typer.Option(*spec.flags, help=spec.help, min=spec.min, max=spec.max)
 
-    workload: str | None
-    scenario: str | None
-    cluster: str | None
-    slurm_conf: str | None
-    out: Path
-    seed: int
-    backfill: str | None
-    order: str | None
-    swf_filter: str
-    estimates: str
-    gpus_per_node: int
-    max_procs: int | None
-    bf_interval: int | None
-    mtbf: float | None
-    mttr: float
-    faults: Path | None
-    price: float | None
-    mfu: float | None
-    from_server: Path | None = None
-    gzip: bool = False
 
-    def facts(self, inputs: SimInputs, faults: int) -> dict[str, str]:
-        """The report's scenario header."""
-        out = {"scenario": inputs.name, "workload": self.workload or f"scenario {self.scenario}"}
-        out["scheduler"] = f"backfill {inputs.config.backfill}, order {inputs.config.order}"
-        out["seed"] = str(self.seed)
-        out["node failures"] = str(faults) if faults else "none"
-        if self.price is not None:
-            out["price"] = f"{self.price:g} per GPU-hour"
-        if self.mfu is not None:
-            out["steady MFU"] = f"{100 * self.mfu:g} %"
-        if inputs.notes:
-            out["notes"] = "; ".join(inputs.notes)
-        return out
+def typed(spec: OptionSpec) -> Any:
+    """The spec as Typer's Annotated[type, typer.Option(...)]."""
+    kind: Any = spec.kind | None if spec.optional else spec.kind
+    return Annotated[kind, option(spec)]
 
 
 # (name, type with its typer.Option, default), in the order --help lists them
 _REPLAY_OPTIONS: list[tuple[str, Any, Any]] = [
-    ("workload", Workload, None), ("scenario", Scenario, None), ("cluster", ClusterOpt, None),
-    ("slurm_conf", SlurmConf, None), ("out", Out, None), ("seed", Seed, 0),
-    ("backfill", Backfill, None), ("order", Order, None), ("swf_filter", SwfFilter, "strong"),
-    ("estimates", Estimates, "user"), ("gpus_per_node", Gpn, 1), ("max_procs", MaxProcs, None),
-    ("bf_interval", BfInterval, None),
-    ("mtbf", Mtbf, None), ("mttr", Mttr, 3600.0), ("faults", FaultsFile, None),
-    ("price", Price, None), ("mfu", Mfu, None), ("from_server", FromServer, None),
-    ("gzip", Gzip, False),
-]  # fmt: skip
+    (spec.name, typed(spec), spec.default) for spec in REPLAY_OPTIONS
+]
+SEED = next(s for s in REPLAY_OPTIONS if s.name == "seed")
 
 
 def replay_options(out: Path) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -184,130 +73,10 @@ def replay_options(out: Path) -> Callable[[Callable[..., None]], Callable[..., N
     return wrap
 
 
-def _inputs(
-    workload: str | None,
-    scenario: str | None,
-    cluster: str | None,
-    slurm_conf: str | None,
-    opts: WorkloadOptions,
-) -> SimInputs:
-    try:
-        return load_inputs(workload, scenario, cluster or slurm_conf, opts)
-    except ValueError as e:  # WorkloadError, ConfigError and the readers' own
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(1) from None
-
-
-def _faults(
-    inputs: SimInputs, path: Path | None, mtbf: float | None, mttr: float, seed: int
-) -> list[Fault]:
-    """Failures listed in --faults plus those drawn from --mtbf/--mttr."""
-    listed: list[Fault] = []
-    if path is not None:
-        try:
-            listed = read_faults(path, {n.name for n in inputs.cluster.nodes})
-        except (OSError, ValueError) as e:
-            console.print(f"[red]error:[/red] --faults: {escape(str(e))}")
-            raise typer.Exit(1) from None
-    drawn = faults_for(inputs, mtbf, mttr, None, seed)
-    return sorted([*listed, *drawn], key=lambda f: (f.time, f.node))
-
-
-def _runs(
-    inputs: SimInputs, policies: list[str], r: Replay, faults: list[Fault], workers: int = 1
-) -> list[PolicyRun]:
-    """Each policy's replay (side by side in `workers` processes), with progress."""
-    try:
-        cfg = configure(inputs.config, r.backfill, r.order, r.bf_interval)
-    except ValueError as e:
-        console.print(
-            f"[red]error:[/red] {escape(str(e))} "
-            "(backfill: none|easy|conservative; order: priority|fcfs|sjf)"
-        )
-        raise typer.Exit(1) from None
-    from tide.cli.sim_progress import watch, watch_many
-    from tide.sim.runner import expected_jobs
-
-    total = expected_jobs(inputs)
-    try:
-        if workers <= 1 or len(policies) <= 1:
-            runs = []
-            for name in policies:
-                with watch(console, name, total) as progress:
-                    runs.append(run_policy(inputs, name, cfg, faults, progress=progress))
-        else:
-            with watch_many(console, policies, total) as report:
-                runs = run_policies(inputs, policies, cfg, faults, report, workers)
-    except ValueError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
-        raise typer.Exit(1) from None
-    _workload_summary(inputs)
-    for run in runs:
-        for job_id, error in sorted(run.job_faults.items()):
-            console.print(
-                f"[yellow]warning:[/yellow] {run.policy}: job {job_id} left out of the run: "
-                f"the scheduler could not evaluate it ({escape(str(error))})"
-            )
-    return runs
-
-
-def _workload_summary(inputs: SimInputs) -> None:
-    """Records the reader dropped or changed, and why; no job left is an error."""
-    info = workload_info(inputs)
-    if info is None or not (info.dropped or info.adjusted or info.notes or not info.kept):
-        return
-    for line in info.summary().splitlines():
-        console.print(escape(line), soft_wrap=True)
-    if not info.kept:
-        console.print(
-            f"[red]error:[/red] no job left to replay: all {info.read} records were dropped "
-            "(above); a job wider than the machine needs a larger --max-procs or --cluster, "
-            "--swf-filter none keeps records the strong filter drops",
-            soft_wrap=True,
-        )
-        raise typer.Exit(1)
-
-
-def _table(runs: list[PolicyRun]) -> Table:
-    table = Table(title="tide sim: side by side")
-    table.add_column("metric")
-    for r in runs:
-        table.add_column(r.policy, justify="right")
-    rows = [
-        ("jobs completed", "jobs_completed", "{:,.0f}"),
-        ("jobs deadlocked", "jobs_deadlocked", "{:,.0f}"),
-        ("utilization", "utilization", "{:.1%}"),
-        ("effective utilization", "effective_utilization", "{:.1%}"),
-        ("mean wait (s)", "mean_wait", "{:,.0f}"),
-        ("p95 wait (s)", "p95_wait", "{:,.0f}"),
-        ("max wait (s)", "max_wait", "{:,.0f}"),
-        ("mean bounded slowdown", "mean_bsld", "{:,.2f}"),
-        ("fragmentation", "fragmentation", "{:.1%}"),
-        ("held idle GPU-h", "held_idle_gpu_hours", "{:,.1f}"),
-        ("lost GPU-h", "lost_gpu_hours", "{:,.1f}"),
-        ("makespan (s)", "makespan", "{:,.0f}"),
-    ]
-    for label, key, fmt in rows:
-        cells = []
-        for r in runs:
-            v = r.metrics.get(key)
-            cells.append("-" if v is None else fmt.format(v))
-        table.add_row(label, *cells)
-    jain = [r.metrics.get("fairness", {}).get("jain") for r in runs]
-    table.add_row("fairness (Jain)", *["-" if v is None else f"{v:.3f}" for v in jain])
-    return table
-
-
 @sim_app.command("run")
-@replay_options(out=Path("out/sim"))
+@replay_options(out=RUN_OUT)
 def run_cmd(
-    policy: Annotated[
-        str,
-        typer.Option(
-            help="k8s-default, volcano, kueue, slurm or tide (default: the cluster's "
-            "scheduler.policy, else slurm)."
-        ),
-    ] = "",
+    policy: Annotated[str, option(RUN_POLICY)] = "",
     *,
     replay: Replay,
 ) -> None:
@@ -316,40 +85,11 @@ def run_cmd(
     Example: tide sim run --policy slurm --workload KTH-SP2-1996-2.swf --backfill easy
     --order fcfs --out out/kth
     """
-    r, out = replay, replay.out
-    _from_server(r)
-    inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
-    inputs.mfu = r.mfu
-    faults = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)
-    (run,) = _runs(inputs, [policy or inputs.config.policy], r, faults)
-    write_policy_outputs(out, run, r.gzip)
-    write_comparison(out, inputs, [run], r.facts(inputs, len(faults)), r.price, r.mfu)
-    Console().print(_table([run]))
-    console.print(f"wrote {out}/{jobs_csv_name(r.gzip)}, metrics.json, report.html")
-
-
-def _from_server(r: Replay) -> None:
-    """--from-server DIR: export the server's history to OUT/workload.jsonl and replay it."""
-    if r.from_server is None:
-        return
-    if r.workload or r.scenario:
-        console.print("[red]error:[/red] --from-server replaces --workload and --scenario; "
-                      "give only one of them")  # fmt: skip
-        raise typer.Exit(1)
-    from tide.cli.sim_export import export_history
-
-    r.out.mkdir(parents=True, exist_ok=True)
-    path = r.out / "workload.jsonl"
-    export_history(r.from_server, None, path, console)
-    r.workload = str(path)
-
-
-def _options(r: Replay) -> WorkloadOptions:
-    return WorkloadOptions(r.swf_filter, r.estimates, r.gpus_per_node, r.seed, r.max_procs)
+    sim_steps.run_one(policy, replay)
 
 
 @sim_app.command("compare")
-@replay_options(out=Path("out/compare"))
+@replay_options(out=COMPARE_OUT)
 def compare_cmd(
     policies: Annotated[str, typer.Option(help="Comma-separated policy names.")] = (
         "k8s-default,volcano,kueue,slurm,tide"
@@ -406,21 +146,18 @@ def compare_cmd(
     names = [p.strip() for p in policies.split(",") if p.strip()]
     unknown = [p for p in names if p not in POLICY_NAMES]
     if unknown:
-        console.print(
-            f"[red]error:[/red] --policies: unknown {', '.join(unknown)}; "
-            f"available: {', '.join(POLICY_NAMES)}"
-        )
-        raise typer.Exit(1)
+        known = ", ".join(POLICY_NAMES)
+        raise fail(f"--policies: unknown {', '.join(unknown)}; available: {known}")
     r, out = replay, replay.out
-    _from_server(r)
-    inputs = _inputs(r.workload, r.scenario, r.cluster, r.slurm_conf, _options(r))
-    inputs.mfu = r.mfu
-    fault_list = _faults(inputs, r.faults, r.mtbf, r.mttr, r.seed)  # the same for everyone
-    runs = _runs(inputs, names, r, fault_list, parallel or default_workers(len(names)))
+    sim_steps.from_server(r)
+    inputs = sim_steps.read_inputs(r)
+    fault_list = sim_steps.all_faults(inputs, r)  # the same for everyone
+    workers = parallel or default_workers(len(names))
+    runs = sim_steps.replays(inputs, names, r, fault_list, workers)
     for run in runs:
         write_policy_outputs(out / run.policy, run, replay.gzip)
     write_comparison(out, inputs, runs, r.facts(inputs, len(fault_list)), r.price, r.mfu)
-    Console().print(_table(runs))
+    print_table(sim_steps.side_by_side(runs))
     console.print(f"wrote {out}/comparison.json, {out}/report.html and one folder per policy")
 
 
@@ -454,7 +191,7 @@ def generate_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")] = Path(
         "workload.jsonl"
     ),
-    seed: Seed = 0,
+    seed: Annotated[int, option(SEED)] = 0,
 ) -> None:
     """Generate a synthetic workload (documented model, named presets) as tide JSONL.
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
-from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from tide.cli.plain_console import ConsoleLike
 
 
 def _num(t: float) -> str:
     return f"{t:.3f}".rstrip("0").rstrip(".")
 
 
-def export_history(data_dir: Path, db: str | None, out: Path, console: Console) -> int:
+def export_history(data_dir: Path, db: str | None, out: Path, console: ConsoleLike) -> int:
     """Read the store of `data_dir` (or `db`), write `out`; returns the jobs written."""
     from tide.sim.workload.history import to_workload
     from tide.sim.workload.jsonl import write_jsonl
@@ -23,12 +25,12 @@ def export_history(data_dir: Path, db: str | None, out: Path, console: Console) 
     if db is None and not (data_dir / "tide.db").is_file():
         console.print(f"[red]error:[/red] {escape(str(data_dir))}: no tide.db there; give the "
                       "server's --data-dir, or --db URL for a PostgreSQL store")  # fmt: skip
-        raise typer.Exit(1)
+        raise SystemExit(1)
     try:
         history = read_history(db or default_url(data_dir))
     except StoreError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(1) from None
+        raise SystemExit(1) from None
     from tide.server.pass_log import read_passes
 
     logged = read_passes(data_dir)

@@ -20,7 +20,7 @@ from typing import Any
 
 from tide.model.sched_config import SchedulerConfig
 from tide.sim.faults import Fault
-from tide.sim.runner import PolicyRun, SimInputs, run_policy
+from tide.sim.runner import PolicyRun, SimInputs, run_policy, workload_info
 from tide.sim.workload.base import WorkloadInfo
 
 REPORT_EVERY = 0.5  # seconds between a worker's progress messages
@@ -57,11 +57,6 @@ def run_policies(
         mine.read, mine.kept = theirs.read, theirs.kept
         mine.dropped, mine.adjusted, mine.notes = theirs.dropped, theirs.adjusted, theirs.notes
     return [runs[n][0] for n in names]
-
-
-def workload_info(inputs: SimInputs) -> WorkloadInfo | None:
-    """What the workload's reader counted (read, kept, dropped and why) on its last pass."""
-    return getattr(inputs.jobs(), "info", None)
 
 
 def _in_process(

@@ -12,11 +12,16 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+from tide.cli.plain_console import as_rich
 from tide.sim.progress import ProgressFn, ProgressMeter, clock_text, sim_time
+
+if TYPE_CHECKING:
+    from tide.cli.plain_console import ConsoleLike
+
+# Rich's progress bar loads only on a terminal: a run writing to a log or a
+# pipe (benchmarks, CI) never needs it.
 
 
 def _log_period() -> float:
@@ -27,7 +32,7 @@ def _log_period() -> float:
 
 
 @contextmanager
-def watch(console: Console, policy: str, total: int | None) -> Iterator[ProgressFn]:
+def watch(console: ConsoleLike, policy: str, total: int | None) -> Iterator[ProgressFn]:
     """A ProgressFn that shows the run as it goes (bar or log lines)."""
     meter = ProgressMeter(total, time.monotonic())
     if console.is_terminal:
@@ -54,7 +59,9 @@ def watch(console: Console, policy: str, total: int | None) -> Iterator[Progress
 
 
 @contextmanager
-def _bar(console: Console, policy: str, meter: ProgressMeter) -> Iterator[ProgressFn]:
+def _bar(console: ConsoleLike, policy: str, meter: ProgressMeter) -> Iterator[ProgressFn]:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -62,7 +69,7 @@ def _bar(console: Console, policy: str, meter: ProgressMeter) -> Iterator[Progre
         TimeElapsedColumn(),
         TextColumn("{task.fields[eta]}"),
     )
-    with Progress(*columns, console=console, transient=True, auto_refresh=False) as bar:
+    with Progress(*columns, console=as_rich(console), transient=True, auto_refresh=False) as bar:
         task = bar.add_task(policy, total=meter.total, t=sim_time(0), jobs="0", rate="", eta="")
         last = 0.0
 
@@ -86,7 +93,7 @@ def _bar(console: Console, policy: str, meter: ProgressMeter) -> Iterator[Progre
 
 @contextmanager
 def watch_many(
-    console: Console, policies: list[str], total: int | None
+    console: ConsoleLike, policies: list[str], total: int | None
 ) -> Iterator[Callable[[str, float, int, int], None]]:
     """Progress of several policies replayed side by side (sim compare's workers):
     `report(policy, t, done, submitted)`; one bar per policy on a terminal, else
@@ -94,13 +101,15 @@ def watch_many(
     meters = {p: ProgressMeter(total, time.monotonic()) for p in policies}
     ended: set[str] = set()
     if console.is_terminal:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         columns = (
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             TextColumn("simulated {task.fields[t]}  jobs {task.fields[jobs]}"),
             TimeElapsedColumn(),
         )
-        with Progress(*columns, console=console, transient=True) as bar:
+        with Progress(*columns, console=as_rich(console), transient=True) as bar:
             tasks = {p: bar.add_task(p, total=total, t=sim_time(0), jobs="0") for p in policies}
 
             def show(policy: str, t: float, done: int, submitted: int) -> None:

@@ -28,7 +28,7 @@ from tide.sim.progress import ProgressFn
 from tide.sim.report import RunData, write_report
 from tide.sim.table import ResultTable, RowsOrColumns, Timeline
 from tide.sim.training import Ledger, Throughput
-from tide.sim.workload.base import SimJob, WorkloadError
+from tide.sim.workload.base import SimJob, WorkloadError, WorkloadInfo
 
 if TYPE_CHECKING:
     from tide.config.loaded import LoadedCluster
@@ -244,6 +244,11 @@ def _openb(path: Path, cluster_spec: str | None) -> SimInputs:
         return _inputs(path.name, loaded, lambda: wl)
     cluster = openb_cluster(folder / "openb_node_list_gpu_node.csv")
     return SimInputs(path.name, cluster, SchedulerConfig(), AccountTree(), lambda: wl)
+
+
+def workload_info(inputs: SimInputs) -> WorkloadInfo | None:
+    """What the workload's reader counted (read, kept, dropped and why) on its last pass."""
+    return getattr(inputs.jobs(), "info", None)
 
 
 def expected_jobs(inputs: SimInputs) -> int | None:
