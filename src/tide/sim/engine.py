@@ -48,6 +48,7 @@ from tide.sched.types import (
     Snapshot,
     Start,
 )
+from tide.sim.active import ActiveJobs
 from tide.sim.columns import ResultColumns, TimelineColumns
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
@@ -76,7 +77,6 @@ class Active:
     token: int  # matches its END event; a requeue makes old events stale
     work_left: float  # seconds of work this attempt must do
     paused: float = 0.0  # seconds this attempt spent suspended (resumed since)
-    seen: Running | None = None  # how the core last saw it (Engine._running reuses it)
 
 
 @dataclass(slots=True)
@@ -144,7 +144,7 @@ class Engine:
         self.usage = Usage.empty(self.ix)
         self.pending: dict[int, Job] = {}
         self.sims: dict[int, SimJob] = {}
-        self.active: dict[int, Active] = {}
+        self.active = ActiveJobs()
         self.results: dict[int, JobResult] = {}  # jobs submitted and not yet finished
         self.done = ResultColumns()  # finished jobs' results (Engine.retire_result)
         self.ended = 0  # jobs finished (for progress)
@@ -182,6 +182,7 @@ class Engine:
         self.preempting: dict[int, tuple[int, int, str, float]] = {}
         self.warned: dict[int, float] = {}  # victims saving on the warning -> signal time
         self.suspended: dict[int, Suspension] = {}
+        self._resumed = False  # a suspended job was resumed (its limit moved) once
         self.parked: dict[int, tuple[int, Job]] = {}  # requeued victim -> (preemptor, job)
         # the times a live controller ran its passes (a replayed history): cycles owed
         # in between wait for the next one; after the last, the twin runs on events
@@ -443,7 +444,9 @@ class Engine:
         if self._preemptive and self._may_preempt(job):  # it may preempt its way in
             return True
         gpus = req.total_gpus(req.node_range()[0])
-        ending = sum(a.alloc.gpu_count for a in self.active.values() if a.limit_end <= t)
+        active = self.active
+        ending = sum(active[j].alloc.gpu_count for j in active.past_limit(t)
+                     if active[j].limit_end <= t)  # fmt: skip
         return gpus <= int(self.usage.free_gpus[self.usage.usable].sum()) + ending
 
     def _end(self, t: float, job_id: int) -> bool:
@@ -490,7 +493,8 @@ class Engine:
     def _retire(self, now: float) -> None:
         """Jobs whose time limit is up at `now` end at this very instant,
         whatever order same-time events are handled in (as in pyss, SC'15)."""
-        for jid in [j for j, a in self.active.items() if a.limit_end <= now and a.end <= now]:
+        active = self.active
+        for jid in [j for j in active.past_limit(now) if active[j].end <= now]:
             self._end(now, jid)
             self._retired.add(jid)
 
@@ -608,6 +612,7 @@ class Engine:
 
     def _resume(self, now: float) -> None:
         if self.suspended:
+            self._resumed = True
             from tide.sim.preemption import resume_ready
 
             resume_ready(self, now)
@@ -636,19 +641,18 @@ class Engine:
     def _running(self, now: float) -> list[Running]:
         """The running jobs as the core sees them. Without preemption under way
         each is the same as at the last cycle unless its limit moved (a resume):
-        kept, not built again every cycle."""
+        kept from its start (ActiveJobs.runs), not built again every cycle."""
         if self.preempting or self.suspended:
             return [
                 Running(a.job, a.alloc, a.start, self._planned_end(a, now))
                 for a in self.active.values()
             ]
-        out = []
-        for a in self.active.values():
-            r = a.seen
-            if r is None or r.end != a.limit_end:
-                r = a.seen = Running(a.job, a.alloc, a.start, a.limit_end)
-            out.append(r)
-        return out
+        runs = self.active.runs
+        if self._resumed:  # a resume moves a job's limit in place: its view follows
+            for jid, a in self.active.items():
+                if runs[jid].end != a.limit_end:
+                    runs[jid] = Running(a.job, a.alloc, a.start, a.limit_end)
+        return list(runs.values())
 
     def _planned_end(self, act: Active, now: float) -> float:
         """The end the core plans with: the limit, the kill time of a victim in
@@ -667,8 +671,7 @@ class Engine:
 
         return {
             jid: saved_work(a, min(now, self.paused_at(a)))[1]
-            for jid, a in self.active.items()
-            if a.sim.checkpoint_interval
+            for jid, a in self.active.checkpointing.items()
         }
 
     def _predictions(self) -> dict[int, float]:
@@ -795,10 +798,7 @@ class Engine:
         if key == self._last_alloc and self.samples:
             return
         self._last_alloc = key
-        by_account: dict[str, int] = {}
-        for a in self.active.values():
-            by_account[a.job.account] = by_account.get(a.job.account, 0) + a.alloc.gpu_count
-        self.samples.add(t, allocated, idle, len(self.pending), by_account)
+        self.samples.add(t, allocated, idle, len(self.pending), self.active.gpus_by_account())
 
     def _output(self) -> RunOutput:
         end = self._deadlock_end(self.samples.t[-1] if self.samples else 0.0)
