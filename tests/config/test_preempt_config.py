@@ -82,3 +82,26 @@ def test_quota_errors_name_the_field_and_the_fix(change: tuple[str, str], messag
     with pytest.raises(ConfigError, match=message) as e:
         load_yaml_text(YAML.replace(*change))
     assert e.value.fix or "write" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("lines", "kill_wait", "message_timeout", "youngest"),
+    [
+        ("", 30, 10, False),  # slurm.conf(5) defaults
+        ("KillWait=2\nMessageTimeout=20\n", 2, 20, False),
+        ("SchedulerParameters=bf_interval=1,preempt_youngest_first\n", 30, 10, True),
+    ],
+)
+def test_slurm_conf_preemptor_timing_keys(lines: str, kill_wait: int, message_timeout: int,
+                                          youngest: bool) -> None:  # fmt: skip
+    c = parse_slurm_conf(lines + CONF)
+    cfg = c.config
+    assert (cfg.kill_wait, cfg.message_timeout, cfg.preempt_youngest_first) == (
+        kill_wait, message_timeout, youngest)  # fmt: skip
+    assert not [w for w in c.warnings if "KillWait" in w or "MessageTimeout" in w]
+
+
+@pytest.mark.parametrize("line", ["KillWait=soon", "MessageTimeout=-1"])
+def test_slurm_conf_bad_preemptor_timing_names_the_key(line: str) -> None:
+    with pytest.raises(ConfigError, match=line.split("=")[0]):
+        parse_slurm_conf(line + "\n" + CONF)

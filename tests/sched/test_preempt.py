@@ -125,7 +125,7 @@ def test_equal_priority_candidates_with_the_latest_checkpoints_go() -> None:
     assert sum(p.lost_gpu_seconds for p in d.preemptions) == 2 * 50 + 2 * 20
 
 
-def test_slurm_order_takes_the_lowest_priority_youngest_jobs_regardless_of_checkpoints() -> None:
+def test_slurm_order_takes_the_plugins_order_regardless_of_checkpoints() -> None:
     c = flat_cluster(1)
     runs = [low_job(c, 20 + k, {"n001": (2 * k - 2, 2 * k - 1)}, start=10.0 * k)
             for k in range(1, 5)]  # fmt: skip
@@ -133,6 +133,9 @@ def test_slurm_order_takes_the_lowest_priority_youngest_jobs_regardless_of_check
             for k, r in enumerate(runs)]  # fmt: skip
     ck = {21: 500.0, 22: 950.0, 23: 700.0, 24: 980.0}
     snap = preempt_snap(c, [high_job(1, gpus_per_node=4)], runs, checkpoints=ck)
+    d = Scheduler(build_index(c), victim_order="priority").schedule(snap)
+    assert victims(d) == {21, 22}  # equal QOS and node count: the job list's first two
+    snap.config.preempt_youngest_first = True
     d = Scheduler(build_index(c), victim_order="priority").schedule(snap)
     assert victims(d) == {23, 24}  # started 30 and 40: the youngest
 

@@ -140,17 +140,24 @@ def test_kueue_reclaims_by_priority_and_recency_volcano_by_its_queue() -> None:
         assert r[victim].restarts == 1 and r[victim].state == "COMPLETED"
 
 
-def test_slurm_takes_the_youngest_tide_the_least_lost_work() -> None:
-    # Two low jobs fill 16 GPUs; job 1 (older) checkpointed 20 s before the high
-    # job arrives, job 2 (younger) never: Slurm's order takes job 2 (700 s of
-    # 8 GPUs lost), tide takes job 1 (160 GPU-seconds).
-    jobs = [sim(1, 0, 9000, 8, "low", checkpoint=490), sim(2, 300, 9000, 8, "low"),
+@pytest.mark.parametrize(
+    ("policy", "youngest", "lost"),
+    [
+        ("slurm", False, {1: 8 * 1000}),  # QOS and node count equal: the job list's first
+        ("slurm", True, {2: 8 * 20}),  # preempt_youngest_first: the later start
+        ("tide", False, {2: 8 * 20}),  # the least work lost
+    ],
+)
+def test_slurm_takes_its_plugins_order_tide_the_least_lost_work(
+    policy: str, youngest: bool, lost: dict[int, float]
+) -> None:
+    # Two low jobs fill 16 GPUs; job 1 (older) never checkpointed, job 2 (younger)
+    # checkpointed 20 s before the high job arrives at 1000.
+    jobs = [sim(1, 0, 9000, 8, "low"), sim(2, 300, 9000, 8, "low", checkpoint=340),
             sim(3, 1000, 500, 8, "high")]  # fmt: skip
-    lost = {}
-    for policy in ("slurm", "tide"):
-        r = results(Engine(flat_cluster(2), config(), policy, qos()).run(jobs))
-        lost[policy] = {j: x.preempt_lost_gpu_seconds for j, x in r.items() if x.preemptions}
-    assert lost == {"slurm": {2: 8 * 700}, "tide": {1: 8 * 20}}
+    cfg = config(preempt_youngest_first=youngest)
+    r = results(Engine(flat_cluster(2), cfg, policy, qos()).run(jobs))
+    assert {j: x.preempt_lost_gpu_seconds for j, x in r.items() if x.preemptions} == lost
 
 
 @pytest.mark.skipif(os.environ.get("TIDE_SKIP_SLOW") == "1", reason="TIDE_SKIP_SLOW=1")
@@ -179,3 +186,50 @@ def test_volcano_reclaim_ends_when_a_higher_priority_job_takes_the_freed_place()
     assert all(x.state == "COMPLETED" for x in r.values())
     assert r[4].start is not None and r[4].start < 1000 + 3000
     assert sum(x.preemptions for x in r.values()) <= 3
+
+
+@pytest.mark.parametrize(
+    ("completing", "start", "node"),
+    [
+        ((0.0, 0.0), 1000.0, "n001"),  # nodes free at the kill: the lowest one
+        ((3.0, 0.5), 1000.5, "n002"),  # the batch host (n001) completes last
+        ((0.5, 3.0), 1000.5, "n001"),
+    ],
+)
+def test_a_killed_jobs_nodes_complete_before_the_preemptor_gets_them(
+    completing: tuple[float, float], start: float, node: str
+) -> None:
+    # Job 1 (low, two nodes) is cancelled for job 2 (high, one node) at 1000; its
+    # batch host and its other node stay COMPLETING for the configured times.
+    req = JobRequest(nodes_min=2, nodes_max=2, gpus_per_node=8, time_limit=20000, qos="low")
+    jobs = [SimJob(id=1, submit=0, duration=3000, request=req), sim(2, 1000, 500, 8, "high")]
+    cfg = config(preempt_mode="CANCEL", kill_completing=completing)
+    r = results(Engine(flat_cluster(2), cfg, "slurm", qos()).run(jobs))
+    assert (r[1].state, r[1].end) == ("PREEMPTED", 1000)
+    assert (r[2].start, r[2].nodelist) == (start, node)
+
+
+@pytest.mark.parametrize(
+    ("header", "expect"),
+    [
+        ("# kill_completing: 3.35,0.4", (3.35, 0.4)),
+        ("# kill_completing: soon", "two numbers of seconds"),
+        ("# kill_completing: 1,-1", "negative"),
+    ],
+)
+def test_a_workload_header_sets_the_completing_times(tmp_path, header: str,
+                                                    expect: object) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+    from pathlib import Path
+
+    from tide.sim.runner import WorkloadOptions, load_inputs
+    from tide.sim.workload.base import WorkloadError
+
+    conf = str(Path(__file__).resolve().parents[2] / "tests/data/slurm_corpus/preempt/conf")
+    path = tmp_path / "w.jsonl"
+    path.write_text(header + '\n{"id": 1, "submit": 0, "duration": 5, "sbatch": "-N 1"}\n')
+    if isinstance(expect, tuple):
+        inputs = load_inputs(str(path), None, conf, WorkloadOptions())
+        assert inputs.config.kill_completing == expect
+    else:
+        with pytest.raises(WorkloadError, match=str(expect)):
+            load_inputs(str(path), None, conf, WorkloadOptions())

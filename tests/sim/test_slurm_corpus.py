@@ -24,17 +24,7 @@ from slurm_peer.scenarios import SCENARIOS  # noqa: E402
 
 GOAL = 0.95
 # runs the twin does not yet reproduce, and why (docs/slurm-peer.md, "What still differs")
-_PREEMPT = (
-    "Slurm's preemptor takes no new victim for KillWait+MessageTimeout after its first "
-    "(node_scheduler.c select_nodes, kill_pending) and waits for the killed job's nodes to "
-    "complete (batch host 3-4 s, not in the log), so a later urgent job took them; the twin "
-    "starts the preemptor at the kill and orders victims by priority, youngest first, where "
-    "partition_prio orders by tier, then node count"
-)
-NOT_YET: dict[tuple[str, str], str] = {
-    ("preempt", "run1"): _PREEMPT,
-    ("preempt", "run2"): _PREEMPT,
-}
+NOT_YET: dict[tuple[str, str], str] = {}
 
 RUNS = [(name, run.name) for name in SCENARIOS for run in corpus.runs_of(name)]
 

@@ -41,6 +41,11 @@ SACCT_FIELDS = ("JobIDRaw,JobID,JobName,Account,Partition,QOS,AllocTRES,NNodes,S
                 "Eligible,Start,End,NodeList,State,ExitCode,Flags")  # fmt: skip
 TOLERANCE = 2.0  # seconds: "started at the same time as Slurm"
 RELEASE_DELAY = True
+# seconds a job killed by preemption keeps its batch host and its other nodes COMPLETING
+# (slurmd ends the batch step, then reports; not in the log at info level): bounded by
+# the recorded runs, node001 3.0-3.8 s after job 1's kill, node005 3.3-4.3 s after job
+# 2's, node006-008 0.1-0.7 s (docs/slurm-peer.md, "Preemption")
+KILL_COMPLETING = (3.35, 0.4)
 
 
 # --- recording (needs root and the peer) ------------------------------------------------
@@ -407,6 +412,7 @@ def write_jsonl(run: Run, path: Path) -> int:
         head.append(f"# background_phase: {run.ctld_start - origin:.3f}")
     if (phase := run.bf_phase()) is not None:
         head.append(f"# bf_phase: {phase:.3f}")
+    head.append(f"# kill_completing: {KILL_COMPLETING[0]},{KILL_COMPLETING[1]}")
     path.write_text("\n".join(head + [x[2] for x in sorted(lines)]) + "\n")
     return len(lines)
 

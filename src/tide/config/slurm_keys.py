@@ -21,7 +21,7 @@ ClusterName SchedulerType SchedulerParameters PriorityType PriorityWeightAge
 PriorityWeightFairshare PriorityWeightJobSize PriorityWeightPartition PriorityWeightQOS
 PriorityWeightAssoc PriorityWeightTRES PriorityDecayHalfLife PriorityMaxAge PriorityFavorSmall
 PriorityFlags TopologyPlugin SelectType SelectTypeParameters PreemptType PreemptMode
-PreemptExemptTime
+PreemptExemptTime KillWait MessageTimeout
 """)
 
 # Kept silently: no effect on what runs where or when.
@@ -42,9 +42,9 @@ GroupUpdateForce GroupUpdateTime HealthCheckInterval HealthCheckNodeState Health
 InactiveLimit InteractiveStepOptions JobAcctGatherFrequency JobAcctGatherParams
 JobAcctGatherType JobCheckpointDir JobCompHost JobCompLoc JobCompParams JobCompPass
 JobCompPort JobCompType JobCompUser JobContainerType JobCredentialPrivateKey
-JobCredentialPublicCertificate JobFileAppend JobSubmitPlugins KillOnBadExit KillWait
+JobCredentialPublicCertificate JobFileAppend JobSubmitPlugins KillOnBadExit
 LaunchParameters LaunchType Layouts LogTimeFormat MailDomain MailProg MaxDBDMsgs MaxJobCount
-MaxJobId MaxStepCount MCSParameters MCSPlugin MemLimitEnforce MessageTimeout MinJobAge
+MaxJobId MaxStepCount MCSParameters MCSPlugin MemLimitEnforce MinJobAge
 MpiDefault MpiParams NodeFeaturesPlugins PluginDir PlugStackConfig PowerParameters PowerPlugin
 PrEpParameters PrEpPlugins PrivateData ProctrackType Prolog
 PrologEpilogTimeout PrologFlags PrologSlurmctld PropagatePrioProcess PropagateResourceLimits

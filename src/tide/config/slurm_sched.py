@@ -77,6 +77,8 @@ def _sched_params(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Wa
         opt = name.strip().lower()
         if opt == "bf_continue":
             cfg.bf_continue = True
+        elif opt == "preempt_youngest_first":  # preempt.c reads it from SchedulerParameters
+            cfg.preempt_youngest_first = True
         elif opt == "sched_min_interval" and arg:  # microseconds
             cfg.sched_min_interval = to_int(f"SchedulerParameters {name}", arg, loc) / 1_000_000
         elif opt in _SCHED_OPTS:
@@ -166,6 +168,13 @@ def _max_array_size(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: 
     cfg.max_array_size = size
 
 
+def _int_field(attr: str) -> Callable[[str, str, Loc, SchedulerConfig, Warnings], None]:
+    def apply(key: str, value: str, loc: Loc, cfg: SchedulerConfig, warn: Warnings) -> None:
+        setattr(cfg, attr, to_int(key, value, loc))
+
+    return apply
+
+
 _HANDLERS: dict[str, Callable[[str, str, Loc, SchedulerConfig, Warnings], None]] = {
     "schedulertype": _scheduler_type,
     "schedulerparameters": _sched_params,
@@ -183,4 +192,6 @@ _HANDLERS: dict[str, Callable[[str, str, Loc, SchedulerConfig, Warnings], None]]
     "preemptmode": _preempt_mode,
     "preemptexempttime": _exempt_time,
     "maxarraysize": _max_array_size,
+    "killwait": _int_field("kill_wait"),  # seconds (slurm.conf(5))
+    "messagetimeout": _int_field("message_timeout"),
 }

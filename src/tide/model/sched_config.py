@@ -87,6 +87,17 @@ class SchedulerConfig:
     # preemption (issue 7 fills these in)
     preempt_type: str = "preempt/none"
     preempt_mode: str = "OFF"
+    # KillWait and MessageTimeout (seconds): Slurm's preemptor takes no new victims
+    # for their sum after it last did (node_scheduler.c select_nodes; the `slurm` policy)
+    kill_wait: int = 30
+    message_timeout: int = 10
+    # SchedulerParameters preempt_youngest_first: Slurm's victims youngest first
+    # instead of by the preempt plugin's priority (tier or QOS, then node count)
+    preempt_youngest_first: bool = False
+    # the twin's model of a killed job's COMPLETING state (not a Slurm key): seconds
+    # after the kill until its batch host (the first node) and its other nodes are
+    # free again; a live cluster reports its own (docs/slurm-peer.md)
+    kill_completing: tuple[float, float] = (0.0, 0.0)
     # submission limits (slurm.conf MaxArraySize, SchedulerParameters max_script_size)
     max_array_size: int = 1001  # array task ids run 0..max_array_size-1
     max_script_size: int = 4 * 1024 * 1024  # bytes of a batch script

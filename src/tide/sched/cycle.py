@@ -65,7 +65,7 @@ class Cycle:
     take from it), `limits` (counters grow with every start), `decisions`
     (the cycle's output), `contexts` (job id -> its context this cycle),
     `started` (allocations started this cycle, with their planned end),
-    `resources_job` (the one job shown waiting for Resources).
+    `resources_job` (the one job shown waiting for Resources), `preempt_places`.
     Built on first use: `deps` (the dependency world), `shared` (node masks
     that jobs asking for the same thing share, this cycle only).
     """
@@ -86,6 +86,9 @@ class Cycle:
     # the policy's node order for a job started now (lower first; None: the
     # core's best fit), e.g. tide's fragmentation-aware placement
     order_for: Callable[[Free, Shape], np.ndarray | None] | None = None
+    # Slurm's preemptors this cycle -> the nodes of the place chosen for them
+    # (free now or their victims'); the backfill pass holds them from now
+    preempt_places: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def partitions(self) -> object:

@@ -320,6 +320,7 @@ def backfill_pass(
     # fails too (the test pyss and Slurm's backfill also skip).
     failed: dict[tuple, float] = {}
     closed = _Closed(cyc, plan, order) if snap.starts_only else None
+    cg = snap.completing if cfg.will_run_batches else ()
     for k, i in enumerate(order):
         if tested >= cfg.bf_max_job_test:
             break
@@ -334,7 +335,18 @@ def backfill_pass(
             continue
         tested += 1
         key = _shape_key(ctx, snap.now)
-        if ctx.shape.time_limit < failed.get(key, INF) and try_start_now(
+        place = cyc.preempt_places.get(job.id)
+        if place is not None:
+            # Slurm's backfill finds a preemptor startable now (will-run with its
+            # preemptees gone); when _start_job cannot start it (victims still
+            # going), it reserves that place from now ('Drop through and reserve')
+            for node in place:
+                plan.hold(node, snap.now, snap.now + ctx.shape.time_limit)
+            blocked_reason(cyc, job.id)
+            continue
+        if cg and _picks_completing(cyc, ctx, plan, cg):
+            cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
+        elif ctx.shape.time_limit < failed.get(key, INF) and try_start_now(
             cyc, ctx, plan, backfilled=True
         ):
             _hold_started(cyc, plan)
@@ -354,6 +366,30 @@ def backfill_pass(
             if closed is not None and len(plan.holds) > held:
                 closed.changed = True
         blocked_reason(cyc, job.id)
+
+
+def _picks_completing(cyc: Cycle, ctx: JobContext, plan: Plan, cg: tuple[Allocation, ...]) -> bool:
+    """Slurm's backfill places a job with the nodes of completing jobs counted
+    free (its avail_bitmap keeps them); when the place it picks holds one, the
+    job does not start now but a second later (backfill.c: 'Need to wait for
+    in-progress completion/epilog'), so it waits for that node even where
+    another one is free now."""
+    free = _free_now(cyc, ctx, plan)
+    gpus, cores, mem = free.gpus.copy(), free.cores.copy(), free.mem.copy()
+    nodes = set()
+    for a in cg:
+        for na in a.nodes:
+            gpus[na.node] += len(na.gpus)
+            cores[na.node] += len(na.cores)
+            mem[na.node] += na.mem
+            nodes.add(na.node)
+    now = cyc.snap.now
+    for eligible in ctx.eligible:
+        pick = select_nodes(cyc.ix, Free(gpus, cores, mem), ctx.shape, eligible,
+                            ctx.max_leaves(now))  # fmt: skip
+        if pick is not None:
+            return any(p.node in nodes for p in pick.nodes)
+    return False
 
 
 class _Closed:

@@ -17,8 +17,12 @@ Victim order (Cycle.victim_order, a policy option):
   fits, then every victim not needed dropped, most expensive first) over the
   whole cluster and within every node, leaf switch, switch subtree or block
   that could hold the job, and the best of those sets wins.
-- "priority" (Slurm's preempt plugins): lowest priority first, youngest first
-  among equals, until the job fits; only victims on the chosen nodes go.
+- "priority" (Slurm's preempt plugins, the `slurm` policy): Slurm's preemptee
+  order (Rules.slurm_order: tier or QOS priority, node count, job order; or
+  youngest first) until the job fits; only victims on the chosen nodes go.
+  Slurm's preemptor also takes no new victims for KillWait + MessageTimeout
+  after its last ones (Rules.held_off), and on a backfill tick counts
+  completing nodes free and waits for them (Snapshot.completing, main_pass).
 Victims already told to go (Snapshot.preempting) are never chosen again;
 those told to go for this job count as released. The preemptor is not
 started now: the free part of its future place is held for the rest of the
@@ -64,6 +68,7 @@ class Candidate:
     rank: tuple[int, int]  # (tier, priority): lower goes first
     kind: str  # Preemption.kind
     why: str  # the rule that allows it, for the reason text
+    order: tuple = ()  # place in Slurm's preemptee list (Rules.slurm_order)
 
     @property
     def id(self) -> int:
@@ -82,7 +87,7 @@ def cost_key(c: Candidate) -> tuple:
 
 
 def priority_key(c: Candidate) -> tuple:
-    return (c.rank, -c.run.start, c.id)
+    return c.order
 
 
 class Trial:
@@ -300,7 +305,18 @@ def plan_preemption(cyc: Cycle, ctx: JobContext) -> bool:
                     out.append(c)
         return out
 
-    return _plan(cyc, ctx, candidates, None)
+    slurm = cyc.victim_order == PRIORITY_ORDER
+    started = job.meta.get(rules_mod.PREEMPT_START)
+    held = slurm and rules.held_off(started, snap.now)
+    if held:  # the next cycle that may take new victims
+        end = float(started) + rules.hold_off  # type: ignore[arg-type]
+        d = cyc.decisions
+        d.wake = end if d.wake is None else min(d.wake, end)
+    # Slurm's backfill thread (a tick with no main pass) places the preemptor with
+    # completing nodes counted free, and waits if it picked one (backfill.c: start
+    # in a second, reserve; no _start_job, so no victims)
+    bf_view = slurm and not snap.main_pass and bool(snap.completing)
+    return _plan(cyc, ctx, candidates, None, held=held, stamp=slurm, bf_view=bf_view)
 
 
 def plan_reclaim(cyc: Cycle, job: Job) -> bool:
@@ -362,12 +378,23 @@ def plan_reclaim(cyc: Cycle, job: Job) -> bool:
 
 
 def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Candidate]],
-          ledger: QuotaLedger | None) -> bool:  # fmt: skip
+          ledger: QuotaLedger | None, held: bool = False, stamp: bool = False,
+          bf_view: bool = False) -> bool:  # fmt: skip
+    """Victims for the job, recorded, and its place held. `held`: Slurm's
+    preemptor within KillWait + MessageTimeout of its last victims: the set is
+    chosen and its place held as ever, but no one is told to go (Slurm's
+    select_nodes answers ESLURM_NODES_BUSY and kills no one). `stamp`: the time
+    of new victims goes in the job's meta (PREEMPT_START) for that rule.
+    `bf_view`: completing nodes count as free; a place that uses one is held,
+    no one told to go."""
     snap, job = cyc.snap, ctx.job
+    cg = {na.node for a in snap.completing for na in a.nodes} if bf_view else set()
     lost_work = cyc.victim_order != PRIORITY_ORDER
     committed = [r for r in snap.running if snap.preempting.get(r.job.id) == job.id]
     for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
         trial = Trial(cyc, ctx, ledger)
+        for a in snap.completing if cg else ():
+            trial.usage.release(a)
         for r in committed:
             if r.job.state is not JobState.SUSPENDED:
                 trial.usage.release(r.alloc)
@@ -388,7 +415,11 @@ def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Ca
         for c in victims:
             trial.release(c)
         trial.fits(eligible)
-        _record(cyc, job, victims)
+        waits = bool(cg) and trial.pick is not None and any(p.node in cg for p in trial.pick.nodes)
+        if not (held or waits):
+            _record(cyc, job, victims)
+            if stamp and victims:
+                cyc.decisions.meta.setdefault(job.id, {})[rules_mod.PREEMPT_START] = snap.now
         _hold(cyc, trial)
         return True
     return False
@@ -435,6 +466,7 @@ def _candidate(cyc: Cycle, rules: Rules, r: Running, vpart: Partition | None, ki
         rank=rules_mod.rank(snap.accounts, r, vpart),
         kind=kind,
         why="",
+        order=rules.slurm_order(snap.accounts, r, vpart),
     )
 
 
@@ -480,6 +512,7 @@ def _hold(cyc: Cycle, trial: Trial) -> None:
     start = cyc.snap.now + max(times, default=0)
     info = cyc.decisions.pending.get(trial.ctx.job.id)
     reason = info.reason if info is not None else Reason.RESOURCES
-    cyc.decisions.pending[trial.ctx.job.id] = PendingInfo(
-        reason, start, tuple(p.node for p in pick.nodes)
-    )
+    place = tuple(p.node for p in pick.nodes)
+    cyc.decisions.pending[trial.ctx.job.id] = PendingInfo(reason, start, place)
+    if cyc.victim_order == PRIORITY_ORDER:
+        cyc.preempt_places[trial.ctx.job.id] = place

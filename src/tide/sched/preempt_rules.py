@@ -35,6 +35,7 @@ from tide.sched.requeue import requeue_policy, requeueable
 from tide.sched.types import Running
 
 QOS, PARTITION = "preempt/qos", "preempt/partition_prio"
+PREEMPT_START = "preempt_start"  # Job.meta: when the job last told victims to go
 REQUEUE, CANCEL, SUSPEND, OFF = "REQUEUE", "CANCEL", "SUSPEND", "OFF"
 _MODES = (REQUEUE, CANCEL, SUSPEND, OFF)
 
@@ -98,6 +99,8 @@ class Rules:
     cluster_mode: str
     exempt: int | None  # global PreemptExemptTime, seconds
     job_requeue: bool = True  # JobRequeue (tide.sched.requeue)
+    hold_off: int = 40  # KillWait + MessageTimeout: Slurm's preemptor's wait for its victims
+    youngest_first: bool = False  # SchedulerParameters preempt_youngest_first
 
     @classmethod
     def of(cls, cfg: SchedulerConfig) -> Rules:
@@ -106,7 +109,8 @@ class Rules:
         exempt = cfg.extra.get("PreemptExemptTime") or cfg.extra.get("preemptexempttime")
         job_requeue = requeue_policy(cfg)[0].job_requeue
         return cls(kind, main_mode(cfg.preempt_mode) or OFF, slurm_seconds(exempt or ""),
-                   job_requeue)  # fmt: skip
+                   job_requeue, cfg.kill_wait + cfg.message_timeout,
+                   cfg.preempt_youngest_first)  # fmt: skip
 
     @property
     def enabled(self) -> bool:
@@ -151,6 +155,32 @@ class Rules:
             return part.grace_time
         qos = accounts.qos.get(victim.qos)
         return int(qos.grace_time) if qos is not None else 0
+
+    def held_off(self, preempt_start: object, now: float) -> bool:
+        """Slurm's rule for a preemptor that told victims to go at `preempt_start`
+        (its job's meta, PREEMPT_START): until KillWait + MessageTimeout have passed
+        it takes no new victims and waits for the ones it has (select_nodes,
+        node_scheduler.c: kill_pending is false while preempt_start_time >
+        now - kill_wait - msg_timeout)."""
+        return isinstance(preempt_start, int | float) and now < preempt_start + self.hold_off
+
+    def slurm_order(self, accounts: AccountTree, r: Running, part: Partition | None) -> tuple:
+        """Where a candidate stands in Slurm's preemptee list (lowest first):
+        youngest first with preempt_youngest_first (preempt.c _sort_by_youngest),
+        else the plugin's priority (_sort_by_prio): PriorityTier (partition_prio)
+        or QOS priority (preempt/qos), each capped at 0xffff, above the node count,
+        so small jobs of the lowest tier go first; then the job list's order
+        (creation: job id). cons_common's _run_now removes them in this order
+        until the job fits."""
+        if self.youngest_first:
+            return (-r.start, r.job.id)
+        if self.kind == QOS:
+            qos = accounts.qos.get(r.job.qos)
+            level = qos.priority if qos is not None else 0
+        else:
+            level = part.priority_tier if part is not None else 0
+        nodes = len(r.alloc.nodes)
+        return (min(max(level, 0), 0xFFFF) << 16 | min(nodes, 0xFFFF), r.job.id)
 
     def exempt_time(self, accounts: AccountTree, victim: Job) -> int | None:
         qos = accounts.qos.get(victim.qos)

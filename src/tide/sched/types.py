@@ -131,6 +131,13 @@ class Snapshot:
     # counted as released for that preemptor. The driver also sets such a
     # job's Running.end to its kill time (now + grace at the decision).
     preempting: dict[int, int] = field(default_factory=dict)
+    # nodes of jobs killed by preemption that have not completed yet (Slurm's
+    # COMPLETING state; already busy in the driver's usage): the `slurm` policy's
+    # backfill thread counts them free when it places a preemptor, then waits
+    completing: tuple[Allocation, ...] = ()
+    # False: only Slurm's backfill thread runs at this time (its tick, no event);
+    # the `slurm` policy's preemptor then acts as backfill's _start_job does
+    main_pass: bool = True
     # Kueue-style quotas per account and cohort (tide.model.quota); None = none
     quotas: QuotaTree | None = None
     # the driver reads only starts and eligibility from this cycle, not every

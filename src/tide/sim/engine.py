@@ -61,6 +61,7 @@ from tide.sim.workload.base import SimJob
 # event kinds, in tie order at equal times
 SUBMIT, WAKE, REPAIR, END, FAIL, BACKFILL = range(6)
 PREEMPT = 6  # a preempted job's grace is over: it is killed (docs/preemption.md)
+COMPLETE = 7  # nodes of a killed job complete (SchedulerConfig.kill_completing)
 BACKGROUND = -2  # WAKE data: a wake-up of slurmctld's background thread (tide.sched.triggers)
 
 
@@ -184,6 +185,8 @@ class Engine:
         self.suspended: dict[int, Suspension] = {}
         self._resumed = False  # a suspended job was resumed (its limit moved) once
         self.parked: dict[int, tuple[int, Job]] = {}  # requeued victim -> (preemptor, job)
+        self.completing: dict[int, Allocation] = {}  # COMPLETE event -> what it frees
+        self._by_event = False  # the cycle due is asked for by an event, not only a tick
         # the times a live controller ran its passes (a replayed history): cycles owed
         # in between wait for the next one; after the last, the twin runs on events
         self.passes: list[float] | None = None
@@ -240,6 +243,7 @@ class Engine:
             if kind == SUBMIT:
                 self._feed()
             run_cycle, backfill = self._handle(t, kind, data)
+            self._by_event |= run_cycle and kind != BACKFILL
             if self._owed:  # an end left its pass to this event
                 run_cycle, self._owed = True, False
             if run_cycle and kind == END and not backfill and self._end_pass_waits(t):
@@ -254,6 +258,7 @@ class Engine:
                 backfill = run_cycle and self._live_backfill(t)
             if run_cycle:
                 self._cycle(t, backfill)
+                self._by_event = False
             self._sample(t)
             if self.progress is not None and (backfill or not self.events & 1023):
                 self.progress(t, self.ended, self.ended + len(self.results))
@@ -353,6 +358,9 @@ class Engine:
             return True, self._bf_due(t, kind)
         if kind == PREEMPT:
             return self._kill(t, data), self._bf_due(t, kind)
+        if kind == COMPLETE:  # nodes free: Slurm's epilog-complete message asks for a pass
+            self.usage.release(self.completing.pop(data))
+            return True, self._bf_due(t, kind)
         return False, False
 
     def _bf_due(self, t: float, kind: int) -> bool:
@@ -572,6 +580,8 @@ class Engine:
             predicted=self._predictions(),
             last_checkpoint=self._checkpoints(now),
             preempting={v: e[0] for v, e in self.preempting.items()},
+            completing=tuple(self.completing.values()),
+            main_pass=self._by_event or not backfill,
             quotas=self.quotas,
             starts_only=self.starts_only,
         )

@@ -207,7 +207,22 @@ def _jsonl(path: Path, cluster_spec: str | None, name: str | None = None) -> Sim
         inputs.config.priority_phase = float(meta["priority_phase"])
     if meta.get("background_phase"):  # when slurmctld's background thread wakes
         inputs.config.background_phase = float(meta["background_phase"])  # (triggers)
+    if meta.get("kill_completing"):  # a killed job's batch host, other nodes: COMPLETING s
+        inputs.config.kill_completing = _completing(path, meta["kill_completing"])
     return inputs
+
+
+def _completing(path: Path, text: str) -> tuple[float, float]:
+    """'3.5,0.1' -> (3.5, 0.1): seconds a killed job's batch host and other nodes complete."""
+    try:
+        batch, other = (float(x) for x in text.split(","))
+    except ValueError:
+        raise WorkloadError(f"{path}: kill_completing {text!r} is not two numbers of seconds; "
+                            "write e.g. '# kill_completing: 3.5,0.1'") from None  # fmt: skip
+    if min(batch, other) < 0:
+        raise WorkloadError(f"{path}: kill_completing {text!r} has a negative time; "
+                            "write seconds of at least 0")  # fmt: skip
+    return batch, other
 
 
 def _passes(path: Path, text: str) -> list[tuple[float, bool | None]]:

@@ -132,9 +132,13 @@ def setup(sc: Scenario, pattern: str) -> PatternSetup:
         # A PriorityClass orders Kubernetes' scheduling queue: replicas go first
         # (PriorityWeightQOS), else they would wait behind the training backlog
         # where no pass tests them, and never preempt anything.
+        # Kubernetes' preemption is not checkpoint-aware: lowest priority, youngest
+        # first (Slurm's order with preempt_youngest_first: the victims share a QOS),
+        # and a preemptor does not wait KillWait + MessageTimeout to preempt again
         config = replace(config, preempt_type="preempt/qos", preempt_mode="REQUEUE",
-                         weights=PriorityWeights(qos=100_000))  # fmt: skip
-        victim_order = "priority"  # Kubernetes' preemption is not checkpoint-aware
+                         weights=PriorityWeights(qos=100_000), preempt_youngest_first=True,
+                         kill_wait=0, message_timeout=0)  # fmt: skip
+        victim_order = "priority"
         part_of = _parts(("all",), ("all",))
         svc_partition = "all"
     else:
