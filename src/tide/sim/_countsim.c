@@ -1280,8 +1280,9 @@ PyDoc_STRVAR(occupancy_doc,
 "bin averages (report.step_bins) of the GPUs its nodes hold, over the capacity cap[r].\n"
 "Job j holds gpus[i] GPUs on node node[i] for i in bounds[j]:bounds[j+1] from start[j]\n"
 "to end[j]; by_start and by_end list the jobs that started, by start and by end time.\n"
-"Node n is in row row_of_node[n] (-1: none). The arithmetic is step_bins' own, step\n"
-"for step, so the numbers are the same.");
+"Node n is in row row_of_node[n] (-1: none). gpus may hold one value, every entry's\n"
+"(module constant OCCUPANCY_ONE_GPUS). The arithmetic is step_bins' own, step for\n"
+"step, so the numbers are the same.");
 
 typedef struct {
     double t;
@@ -1311,11 +1312,14 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
     if (got < 10)
         goto done;
     const int64_t *bounds = b[0].buf, *node = b[1].buf, *gpus = b[2].buf, *row_of = b[3].buf;
+    /* gpus may hold one value for every entry (the count path: whole equal nodes), so
+     * that an 80,000-node log's 30 million entries need no array of them */
+    const int one_gpus = b[2].len == 8 && b[1].len != 8;
     const double *start = b[4].buf, *end = b[5].buf, *edges = b[8].buf;
     const int64_t *by_start = b[6].buf, *by_end = b[7].buf, *cap = b[9].buf;
     Py_ssize_t jobs = b[0].len / 8 - 1, entries = b[1].len / 8, nodes = b[3].len / 8;
     Py_ssize_t n_s = b[6].len / 8, n_e = b[7].len / 8, n_edges = b[8].len / 8;
-    if (jobs < 0 || b[2].len != b[1].len || b[4].len / 8 != jobs || b[5].len / 8 != jobs ||
+    if (jobs < 0 || (b[2].len != b[1].len && !one_gpus) || b[4].len / 8 != jobs || b[5].len / 8 != jobs ||
         n_rows < 0 || b[9].len / 8 != n_rows || n_edges < 2 || bounds[0] != 0 ||
         bounds[jobs] != entries) {
         PyErr_SetString(PyExc_ValueError, "occupancy: inconsistent array lengths");
@@ -1355,13 +1359,13 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         pair_at[j] = np_;
         int64_t nt = 0;
         for (int64_t i = bounds[j]; i < bounds[j + 1]; i++) {
-            int64_t r = row_of[node[i]];
-            if (r < 0 || gpus[i] == 0)
+            int64_t r = row_of[node[i]], g = gpus[one_gpus ? 0 : i];
+            if (r < 0 || g == 0)
                 continue;
             if (acc[r] == 0 && !count[r]) /* count[r] doubles as a 'touched' flag here */
                 touched[nt++] = r;
             count[r] = 1;
-            acc[r] += gpus[i];
+            acc[r] += g;
         }
         for (int64_t k = 0; k < nt; k++) {
             int64_t r = touched[k];
@@ -1633,4 +1637,12 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__countsim(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__countsim(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* occupancy() takes a one-entry gpus array as every entry's (older builds: not) */
+    if (m && PyModule_AddIntConstant(m, "OCCUPANCY_ONE_GPUS", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

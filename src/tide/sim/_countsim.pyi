@@ -38,3 +38,5 @@ def occupancy(
     bounds: Any, node: Any, gpus: Any, row_of_node: Any, start: Any, end: Any, by_start: Any,
     by_end: Any, n_rows: int, edges: Any, cap: Any, /
 ) -> bytes: ...
+
+OCCUPANCY_ONE_GPUS: int

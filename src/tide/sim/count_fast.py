@@ -154,11 +154,11 @@ def simulate(
         PLOT_PERIOD,
     )  # fmt: skip
     start = np.frombuffer(out["start"], dtype=np.float64)
-    ids = np.frombuffer(out["ids"], dtype=np.int32)
+    held = _held(np.frombuffer(out.pop("ids"), dtype=np.int32), inp.need, ~np.isnan(start))
     seconds = np.frombuffer(out["acct_seconds"], dtype=np.float64).tolist()
     order = np.frombuffer(out["acct_order"], dtype=np.int64).tolist()
     return CountRun(
-        results=_results(inp, start, start + runlen, cap, ids, gpn, partition, ix),
+        results=_results(inp, start, start + runlen, cap, held, gpn, partition, ix),
         samples=_timeline(out, names),
         account_seconds={names[a]: seconds[a] for a in order},
         events=int(out["events"]),
@@ -179,12 +179,22 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _held(ids: np.ndarray, need: np.ndarray, started: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The started jobs' node ids, job after job (int64), and each job's bounds in
+    them. `ids` holds need[k] ids for every job k; when every job started (the
+    usual end of a replay) it is taken whole: no mask and no masked copy, 150 MB
+    less at the peak on an 80,000-node log of 30 million node slots."""
+    held = np.where(started, need, 0)  # nodes each job holds
+    flat = ids if started.all() else ids[np.repeat(started, need)]
+    return flat.astype(np.int64), np.concatenate(([0], np.cumsum(held)))
+
+
 def _results(
     inp: CountInput,
     start: np.ndarray,
     end: np.ndarray,
     cap: np.ndarray,
-    ids: np.ndarray,
+    held: tuple[np.ndarray, np.ndarray],
     gpn: int,
     partition: str,
     ix: ClusterIndex,
@@ -192,11 +202,9 @@ def _results(
     n = len(inp.id)
     started = ~np.isnan(start)
     code = np.where(started, np.where(inp.duration > cap, 2, 1), 0)
-    held = np.where(started, inp.need, 0)  # nodes each job holds
-    flat = ids[np.repeat(started, inp.need)].astype(np.int64)  # the held ones, job after job
-    bounds = np.concatenate(([0], np.cumsum(held)))
+    flat, bounds = held
     with _gc_paused():
-        nodelist, gpu_index = node_strings(ix.names, gpn, ids, inp.need, started, (flat, bounds))
+        nodelist, gpu_index = node_strings(ix.names, gpn, flat, inp.need, started, held)
     name, user, account, qos = inp.name, inp.user, inp.account, inp.qos
     submit, need, job_id = inp.submit, inp.need, inp.id
     order = None if n < 2 or bool((np.diff(inp.id) > 0).all()) else np.argsort(inp.id)

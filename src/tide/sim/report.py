@@ -406,6 +406,16 @@ def _job_rows(
     return job, rows, g
 
 
+def _gpus_column(gpus: np.ndarray) -> np.ndarray:
+    """Placement.gpus for the C occupancy: the count path's one value broadcast to
+    every entry goes as that one value (30 million entries on an 80,000-node log
+    would be 240 MB), where the kernel takes it (OCCUPANCY_ONE_GPUS)."""
+    takes_one = bool(getattr(_countsim, "OCCUPANCY_ONE_GPUS", False))  # older builds: no
+    if takes_one and len(gpus) > 1 and gpus.strides == (0,):
+        return np.ascontiguousarray(gpus[:1], dtype=np.int64)
+    return np.ascontiguousarray(gpus, dtype=np.int64)
+
+
 def _occupancy_matrix(
     tab: ResultTable, row: dict[str, int], n_rows: int, cap: list[int], edges: np.ndarray,
     t1: float,
@@ -419,7 +429,7 @@ def _occupancy_matrix(
         by_start = started[np.argsort(tab.start[started], kind="stable")]
         by_end = started[np.argsort(end[started], kind="stable")]
         row_of = np.array([row.get(n, -1) for n in p.names], dtype=np.int64)
-        gpus = np.ascontiguousarray(p.gpus)  # may be one value broadcast (count path)
+        gpus = _gpus_column(p.gpus)
         cells = _countsim.occupancy(
             p.bounds, p.node, gpus, row_of, tab.start, end, by_start, by_end, n_rows,
             edges, np.asarray(cap, dtype=np.int64),
