@@ -20,6 +20,8 @@ state and the order of the phases); policies compose them.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tide.model import Job, Partition
@@ -31,7 +33,7 @@ from tide.sched.placement import Free, Pick, concrete, select_by_capacity, selec
 from tide.sched.plan import INF, Plan
 from tide.sched.priority import compute_priorities, priority_order
 from tide.sched.quota import share_with
-from tide.sched.shape import time_limit
+from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
 _PRIORITY = PendingInfo(Reason.PRIORITY)
@@ -319,6 +321,8 @@ def backfill_pass(
     # with some time limit, the same shape with a limit at least as long
     # fails too (the test pyss and Slurm's backfill also skip).
     failed: dict[tuple, float] = {}
+    unlimited: dict[Shape, Shape] = {}
+    completing: set[tuple] = set()  # (key, limit) of jobs that would take completing nodes
     closed = _Closed(cyc, plan, order) if snap.starts_only else None
     cg = snap.completing if cfg.will_run_batches else ()
     for k, i in enumerate(order):
@@ -334,7 +338,7 @@ def backfill_pass(
         if ctx is None:
             continue
         tested += 1
-        key = _shape_key(ctx, snap.now)
+        key = _shape_key(ctx, snap.now, unlimited)
         place = cyc.preempt_places.get(job.id)
         if place is not None:
             # Slurm's backfill finds a preemptor startable now (will-run with its
@@ -344,16 +348,19 @@ def backfill_pass(
                 plan.hold(node, snap.now, snap.now + ctx.shape.time_limit)
             blocked_reason(cyc, job.id)
             continue
+        limit = ctx.shape.time_limit
         if cg and _picks_completing(cyc, ctx, plan, cg):
             cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
-        elif ctx.shape.time_limit < failed.get(key, INF) and try_start_now(
-            cyc, ctx, plan, backfilled=True
-        ):
+            completing.add((key, limit))  # not a lack of room: skips this limit only
+        elif (key, limit) in completing:
+            pass
+        elif limit < failed.get(key, INF) and try_start_now(cyc, ctx, plan, backfilled=True):
             _hold_started(cyc, plan)
             if closed is not None:
                 closed.changed = True
             continue
-        failed[key] = min(failed.get(key, INF), ctx.shape.time_limit)
+        else:
+            failed[key] = min(failed.get(key, INF), limit)
         cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
         if not (easy and reserved):
             held = len(plan.holds)
@@ -404,6 +411,10 @@ class _Closed:
     def __init__(self, cyc: Cycle, plan: Plan, order: list[int]) -> None:
         self.cyc, self.plan, self.changed = cyc, plan, True
         self.min_limit, self.min_gpus = cyc.memo.smallest(cyc, cyc.snap.pending, _needs)
+        # nodes a blocking hold covers, from the first `seen` holds (holds are
+        # only added within a pass: each is read once)
+        self.blocked = np.zeros(cyc.ix.n, dtype=bool)
+        self.seen = 0
 
     def check(self) -> bool:
         if not self.changed:
@@ -415,10 +426,14 @@ class _Closed:
         open_ = self.cyc.usage.usable & (plan.free_gpus >= self.min_gpus)
         if not open_.any():
             return True
-        hn, hs, he, _, _, _, hw, _ = plan.holds.arrays()
-        blocking = hw & plan.holds.untagged() & (he > now) & (hs < now + self.min_limit)
-        open_[hn[blocking]] = False
-        return not open_.any()
+        if len(plan.holds) > self.seen:
+            hn, hs, he, _, _, _, hw, _ = plan.holds.arrays()
+            new = slice(self.seen, len(plan.holds))
+            blocking = hw[new] & plan.holds.untagged()[new] & (he[new] > now)
+            blocking &= hs[new] < now + self.min_limit
+            self.blocked[hn[new][blocking]] = True
+            self.seen = len(plan.holds)
+        return not (open_ & ~self.blocked).any()
 
 
 def _needs(cyc: Cycle, job: Job) -> tuple[float, float]:
@@ -444,13 +459,23 @@ def _ready_rest(cyc: Cycle, rest: list[int], started: set[int], tested: int) -> 
             tested += 1
 
 
-def _shape_key(ctx: JobContext, now: float) -> tuple:
+def _shape_key(ctx: JobContext, now: float, unlimited: dict[Shape, Shape]) -> tuple:
     """Jobs with equal keys compete for exactly the same nodes and amounts (the
     leaf switches they may span now included: a job whose --switches wait ran
-    out may start where one still waiting cannot)."""
+    out may start where one still waiting cannot). `unlimited`: shapes with
+    their limit dropped, kept for the pass."""
     req = ctx.job.request
+    shape = ctx.shape
+    if not (shape.enforce_binding or shape.cpus_per_gpu > 0):
+        # the limit is what the test compares (`failed` keeps the shortest that
+        # failed); with binding a node may be dropped and the pick redone, so a
+        # smaller capacity might succeed where a larger failed: keyed whole
+        bare = unlimited.get(shape)
+        if bare is None:
+            bare = unlimited[shape] = replace(shape, time_limit=0)
+        shape = bare
     return (
-        ctx.shape,
+        shape,
         tuple(p.name for p in ctx.parts),
         req.constraint,
         req.nodelist,

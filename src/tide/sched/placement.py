@@ -123,7 +123,13 @@ def select_by_capacity(
     per_leaf = np.bincount(ix.leaf_of, weights=cap, minlength=ix.n_leaves)
     if per_leaf.sum() < need or (shape.spread and need == 0):
         return None
-    leaves = _choose_leaves(ix, per_leaf, need, max_leaves)
+    if need == 1 and not shape.spread and (max_leaves is None or max_leaves >= 1):
+        # one node: the rules below pick the leaf with the fewest fitting nodes (best
+        # fit, lowest index on ties), said in one step
+        best = int(np.argmin(np.where(per_leaf >= 1, per_leaf, np.inf)))
+        leaves: dict[int, int] | None = {best: 1}
+    else:
+        leaves = _choose_leaves(ix, per_leaf, need, max_leaves)
     if leaves is None:
         return None
     if shape.spread:
@@ -294,12 +300,18 @@ def _min_leaves(ix: ClusterIndex, shape: Shape) -> int:
     """Fewest leaves an empty cluster would need (for the topology metric)."""
     if ix.n_leaves <= 1:
         return 1
-    per_node = max(1, shape.gpus_per_node) if not shape.spread else int(ix.gpus.max() or 1)
-    need_nodes = shape.nodes_min if not shape.spread else -(-shape.total_gpus // per_node)
-    if "leaf_sizes" not in ix.memo:
-        sizes = np.sort(np.bincount(ix.leaf_of, minlength=ix.n_leaves))[::-1]
-        ix.memo["leaf_sizes"] = np.cumsum(sizes)
-    return int(np.searchsorted(ix.memo["leaf_sizes"], need_nodes) + 1)  # type: ignore[call-overload]
+    if not shape.spread:
+        need_nodes = shape.nodes_min
+    else:
+        need_nodes = -(-shape.total_gpus // int(ix.gpus.max() or 1))
+    key = ("min_leaves", need_nodes)  # a placement per start and per hold asks it
+    got = ix.memo.get(key)
+    if got is None:
+        if "leaf_sizes" not in ix.memo:
+            sizes = np.sort(np.bincount(ix.leaf_of, minlength=ix.n_leaves))[::-1]
+            ix.memo["leaf_sizes"] = np.cumsum(sizes)
+        got = ix.memo[key] = int(np.searchsorted(ix.memo["leaf_sizes"], need_nodes) + 1)  # type: ignore[call-overload]
+    return got  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ looks for the next candidate time.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -325,9 +326,10 @@ class Plan:
 
     def reservation_candidates(
         self, shape: Shape, eligible: np.ndarray, skip: str | None, horizon: float, res: int
-    ) -> tuple[list[float], np.ndarray]:
+    ) -> tuple[Iterable[float], np.ndarray]:
         """Start times worth testing for a job, earliest first (rounded up to
-        bf_resolution), and each node's hold-aware ready time."""
+        bf_resolution; at most MAX_CANDIDATES), and each node's hold-aware
+        ready time. The times come lazily: most jobs fit at the first."""
         ready = self.node_ready(shape)
         if len(self.holds):
             ready = self.hold_aware_ready(ready, shape.time_limit, skip)
@@ -344,14 +346,21 @@ class Plan:
         if len(self.holds):  # amount holds end: capacity comes back there too
             ends = self.holds.arrays()[2]
             later = np.concatenate([later, ends[(ends > bound) & (ends <= horizon)]])
-        later = _round_up(later, self.now, res)
         if self.batch_epoch is not None:  # Slurm's will-run test: batch ends only
             ends = self._batch_ends(eligible)
             ready = _to_batches(ready, ends, self.now)
-            later = _to_batches(later, ends, self.now)
+            return self._times(later, res, ends), ready
+        return _Candidates(self, later, res), ready
+
+    def _times(self, later: np.ndarray, res: int, batches: np.ndarray | None) -> list[float]:
+        """The candidate times from the raw ones: rounded up to bf_resolution,
+        moved to batch ends (will-run), the first MAX_CANDIDATES distinct."""
+        later = _round_up(later, self.now, res)
+        if batches is not None:
+            later = _to_batches(later, batches, self.now)
         if later.size > 4 * MAX_CANDIDATES:
             later = np.partition(later, 4 * MAX_CANDIDATES)[: 4 * MAX_CANDIDATES]
-        return _sorted_distinct(later)[:MAX_CANDIDATES].tolist(), ready
+        return _sorted_distinct(later)[:MAX_CANDIDATES].tolist()  # type: ignore[no-any-return]
 
     def _batch_ends(self, eligible: np.ndarray) -> np.ndarray:
         """Slurm 22.05's select/cons_tres will-run test (cons_common/job_test.c,
@@ -411,6 +420,28 @@ class Plan:
 
 
 MAX_CANDIDATES = 64  # start times tested per job before it goes without a hold
+FIRST_CANDIDATES = 8  # the raw times rounded first (most jobs fit at the first time)
+
+
+class _Candidates:
+    """Plan._times of `later`, built in two steps: the first distinct times
+    from the FIRST_CANDIDATES smallest raw ones, then, only when those are
+    used up, all of them. Rounding is monotone, so every raw time left out of
+    the first step rounds to at least the largest in it: the first step's
+    times are the full list's first ones, and the second step goes on after
+    them."""
+
+    def __init__(self, plan: Plan, later: np.ndarray, res: int) -> None:
+        self.plan, self.later, self.res = plan, later, res
+
+    def __iter__(self) -> Iterator[float]:
+        later, k = self.later, FIRST_CANDIDATES
+        if later.size <= k:
+            yield from self.plan._times(later, self.res, None)
+            return
+        first = self.plan._times(np.partition(later, k - 1)[:k], self.res, None)
+        yield from first
+        yield from self.plan._times(later, self.res, None)[len(first) :]
 
 
 WILL_RUN_WINDOW = 30.0  # seconds: the first batch window of Slurm's will-run test

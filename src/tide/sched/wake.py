@@ -43,9 +43,10 @@ def next_wake(snap: Snapshot, d: Decisions) -> float | None:
             times.append(deadline)
     for res in snap.reservations:
         times.extend(t for t in (res.start, res.end) if t > now)
-    for r in snap.running:
-        if r.job.id in snap.preempting and r.end > now:
-            times.append(r.end)  # the victim's kill time (its grace's end)
+    if snap.preempting:  # else a walk over every running job for nothing, every cycle
+        for r in snap.running:
+            if r.job.id in snap.preempting and r.end > now:
+                times.append(r.end)  # the victim's kill time (its grace's end)
     if snap.pending and snap.config.preempt_type not in ("", "preempt/none"):
         times.extend(_exempt_ends(snap, Rules.of(snap.config)))
     if d.wake is not None and d.wake > now:
