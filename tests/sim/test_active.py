@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from tide.model import Job, JobRequest
 from tide.sched.types import Allocation, NodeAlloc
-from tide.sim.active import ActiveJobs
-from tide.sim.engine import Active
+from tide.sim.active import Active, ActiveJobs
 from tide.sim.workload.base import SimJob
 
 

@@ -12,17 +12,32 @@ figure is what the walk over the map gave before, in the same order.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from tide.sched.types import Running
-
-if TYPE_CHECKING:
-    from tide.sim.engine import Active
+from tide.model import Job
+from tide.sched.types import Allocation, Running
+from tide.sim.workload.base import SimJob
 
 _MISSING: Any = object()
 
 
-class ActiveJobs(dict[int, "Active"]):
+@dataclass(slots=True)
+class Active:
+    """A running attempt of a job."""
+
+    job: Job
+    sim: SimJob
+    alloc: Allocation
+    start: float
+    limit_end: float
+    end: float  # when it will really end (work done, or killed at the limit)
+    token: int  # matches its END event; a requeue makes old events stale
+    work_left: float  # seconds of work this attempt must do
+    paused: float = 0.0  # seconds this attempt spent suspended (resumed since)
+
+
+class ActiveJobs(dict[int, Active]):
     """job id -> Active (a dict: readers iterate and look up as before); writes
     go through `[]=`, `del` and `pop`, which keep the side tables."""
 

@@ -48,7 +48,7 @@ from tide.sched.types import (
     Snapshot,
     Start,
 )
-from tide.sim.active import ActiveJobs
+from tide.sim.active import Active, ActiveJobs
 from tide.sim.columns import ResultColumns, TimelineColumns
 from tide.sim.faults import Fault
 from tide.sim.metrics import JobResult, Sample
@@ -63,21 +63,6 @@ SUBMIT, WAKE, REPAIR, END, FAIL, BACKFILL = range(6)
 PREEMPT = 6  # a preempted job's grace is over: it is killed (docs/preemption.md)
 COMPLETE = 7  # nodes of a killed job complete (SchedulerConfig.kill_completing)
 BACKGROUND = -2  # WAKE data: a wake-up of slurmctld's background thread (tide.sched.triggers)
-
-
-@dataclass(slots=True)
-class Active:
-    """A running attempt of a job."""
-
-    job: Job
-    sim: SimJob
-    alloc: Allocation
-    start: float
-    limit_end: float
-    end: float  # when it will really end (work done, or killed at the limit)
-    token: int  # matches its END event; a requeue makes old events stale
-    work_left: float  # seconds of work this attempt must do
-    paused: float = 0.0  # seconds this attempt spent suspended (resumed since)
 
 
 @dataclass(slots=True)

@@ -27,7 +27,8 @@ from tide.sched import requeue as requeue_rules
 from tide.sched.requeue import Requeue
 
 if TYPE_CHECKING:
-    from tide.sim.engine import Active, Engine
+    from tide.sim.active import Active
+    from tide.sim.engine import Engine
 
 
 @dataclass(slots=True, frozen=True)
