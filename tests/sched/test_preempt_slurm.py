@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tide.model import AccountTree, Partition, Qos
+from tide.model import AccountTree, JobState, Partition, Qos
 from tide.sched.cycle import PRIORITY_ORDER, CycleMemo, open_cycle, usage_from
 from tide.sched.index import build_index
 from tide.sched.passes import backfill_pass, priorities
@@ -217,3 +217,62 @@ def test_backfill_reserves_a_preemptors_place_from_now() -> None:
     d = slurm_cycle(slurm_snap(c, [urgent(1, 2, **{PREEMPT_START: 95.0})], runs))
     info = d.pending[1]
     assert (info.planned_start, set(info.planned_nodes)) == (100.0, {0, 2})
+
+
+# --- completing jobs as each driver gives them ----------------------------------------
+# The twin: a killed job leaves `running`; its nodes are busy in the usage and listed in
+# Snapshot.completing. The live server: a COMPLETING job stays in `running` (a parked
+# REQUEUE victim also in `preempting`) until the executor reports it gone, and the
+# same allocation is listed in Snapshot.completing. The core must decide alike.
+
+
+def _completing_as(form: str, c, pending, runs, killed: Allocation) -> Snapshot:  # type: ignore[no-untyped-def]
+    snap = slurm_snap(c, pending, runs)
+    if form != "twin":
+        j = job(killed.job_id, nodes=1, gpus=killed.gpu_count, time=600, partitions=("gpu",))
+        j.partition, j.state = "gpu", JobState.COMPLETING
+        snap.running = [*runs, Running(j, killed, 0.0, snap.now)]
+        if form == "live parked":  # a REQUEUE victim of job 1, killed, not gone yet
+            snap.preempting = {killed.job_id: 1}
+    return snap
+
+
+def _live_cycle(snap: Snapshot, killed: Allocation, form: str):  # type: ignore[no-untyped-def]
+    if form == "twin":
+        return slurm_cycle(snap, completing=(killed,))
+    snap.completing = (killed,)  # busy already: it is in `running`
+    return Scheduler(build_index(snap.cluster), victim_order=PRIORITY_ORDER).schedule(snap, None)
+
+
+FORMS = ["twin", "live parked", "live cancelled"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_completing_job_in_running_waits_as_the_twins(form: str) -> None:
+    c = tiered(3)
+    runs = [gpu_job(c, 11, ["n002"]), gpu_job(c, 12, ["n003"])]
+    snap = _completing_as(form, c, [urgent(1, 1)], runs, killed_on(c, "n001"))
+    snap.main_pass = False
+    d = _live_cycle(snap, killed_on(c, "n001"), form)
+    # n001 counted free, picked, waited for: no victims, n001 held from now (before
+    # the core counted it once, the live cancelled form took victim 11 here)
+    assert d.preemptions == [] and d.starts == []
+    assert d.pending[1].planned_nodes == (0,)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_completing_job_in_running_is_counted_free_once(form: str) -> None:
+    # Job 99 completes on half of n001; job 13 (tier 10, not preemptable) holds the
+    # other half. Counted free once, n001 offers 4 GPUs: the 8-GPU preemptor takes
+    # victim 11 on n002. Released twice (as a committed victim or a candidate too),
+    # the trial's counts and masks disagree and a restore leaves n001 wrongly busy.
+    c = tiered(2)
+    half = Allocation(99, (NodeAlloc(0, (0, 1, 2, 3), (1,), 0),))
+    other = job(13, nodes=1, gpus=4, time=600, partitions=("urgent",))
+    other.partition = "urgent"
+    runs = [gpu_job(c, 11, ["n002"]), running(other, c, {"n001": (4, 5, 6, 7)}, 0.0)]
+    snap = _completing_as(form, c, [urgent(1, 1)], runs, half)
+    snap.main_pass = False
+    d = _live_cycle(snap, half, form)
+    assert [p.victim for p in d.preemptions] == [11]
+    assert d.pending[1].planned_nodes == (1,)

@@ -389,8 +389,12 @@ def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Ca
     no one told to go."""
     snap, job = cyc.snap, ctx.job
     cg = {na.node for a in snap.completing for na in a.nodes} if bf_view else set()
+    # released below; the live server keeps a COMPLETING job in `running` (a parked
+    # victim in `preempting` too) until it is gone: not released twice, not a victim
+    gone = set(snap.completing) if cg else set()
     lost_work = cyc.victim_order != PRIORITY_ORDER
-    committed = [r for r in snap.running if snap.preempting.get(r.job.id) == job.id]
+    committed = [r for r in snap.running
+                 if snap.preempting.get(r.job.id) == job.id and r.alloc not in gone]  # fmt: skip
     for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
         trial = Trial(cyc, ctx, ledger)
         for a in snap.completing if cg else ():
@@ -403,7 +407,7 @@ def _plan(cyc: Cycle, ctx: JobContext, candidates: Callable[[Partition], list[Ca
         if committed and trial.fits(eligible):
             _hold(cyc, trial)
             return True
-        cands = candidates(part)
+        cands = [c for c in candidates(part) if c.run.alloc not in gone]
         if ledger is None:  # only victims on usable nodes can help the placement
             cands = [c for c in cands if eligible[list(c.run.alloc.node_indices)].any()]
         if not cands:

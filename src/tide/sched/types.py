@@ -131,9 +131,11 @@ class Snapshot:
     # counted as released for that preemptor. The driver also sets such a
     # job's Running.end to its kill time (now + grace at the decision).
     preempting: dict[int, int] = field(default_factory=dict)
-    # nodes of jobs killed by preemption that have not completed yet (Slurm's
-    # COMPLETING state; already busy in the driver's usage): the `slurm` policy's
-    # backfill thread counts them free when it places a preemptor, then waits
+    # what killed jobs hold until they have completed (Slurm's COMPLETING state;
+    # already busy in the driver's usage): the `slurm` policy's backfill thread
+    # counts them free when it places a job, then waits. The twin gives a killed
+    # job's nodes (gone from `running`); the live server every COMPLETING job's
+    # allocation, the same object it keeps in `running` until the job is gone
     completing: tuple[Allocation, ...] = ()
     # False: only Slurm's backfill thread runs at this time (its tick, no event);
     # the `slurm` policy's preemptor then acts as backfill's _start_job does

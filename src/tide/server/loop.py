@@ -169,8 +169,11 @@ class SchedulingLoop:
                     self._wake_at = None  # the core asked for a pass by now
                     self._dirty = True
                 if (self._dirty or due_bf) and self._pass_due(now):
-                    self._dirty = False
-                    self.cycle(backfill=due_bf or self.stats.cycles == 0)
+                    backfill = due_bf or self.stats.cycles == 0
+                    # a backfill tick no event asked for is Slurm's backfill thread
+                    # alone (Snapshot.main_pass), as the twin's engine tells them apart
+                    event, self._dirty = self._dirty, False
+                    self.cycle(backfill=backfill, main_pass=event or not backfill)
                     self._after_pass()
             except Exception as e:  # the loop must survive anything one pass does
                 self.stats.errors += 1
@@ -229,7 +232,8 @@ class SchedulingLoop:
 
     # --- one pass ----------------------------------------------------------------
 
-    def cycle(self, backfill: bool = True) -> Decisions:
+    def cycle(self, backfill: bool = True, main_pass: bool = True) -> Decisions:
+        """One pass; main_pass=False: a backfill tick that no event asked for."""
         with self.cycle_lock:
             now = time.time()
             self._last_cycle = now
@@ -237,7 +241,7 @@ class SchedulingLoop:
                 self._last_bf = now
             t0, c0 = time.perf_counter(), time.thread_time()
             self._charge_usage(now)
-            loaded = load(self.ctl, self.ctl.active, now, backfill)
+            loaded = load(self.ctl, self.ctl.active, now, backfill, main_pass=main_pass)
             if loaded.snapshot.pending:
                 self.pass_log.add(now, backfill)  # for replays (tide sim export)
             t1 = time.perf_counter()

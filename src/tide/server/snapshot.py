@@ -274,7 +274,10 @@ class ActiveJobs:
         return len(self._entries)
 
 
-def load(ctl: Ctl, active: ActiveJobs, now: float, backfill: bool, full: bool = False) -> Loaded:
+def load(ctl: Ctl, active: ActiveJobs, now: float, backfill: bool, full: bool = False,
+         main_pass: bool = True) -> Loaded:  # fmt: skip
+    """The snapshot of one pass. `main_pass`: False on a backfill tick no event
+    asked for (Slurm's backfill thread alone; Snapshot.main_pass)."""
     with ctl.sessions() as s:
         entries = active.refresh(s, now, full)
         unreadable = active.unreadable()
@@ -307,6 +310,8 @@ def load(ctl: Ctl, active: ActiveJobs, now: float, backfill: bool, full: bool = 
             backfill=backfill,
             last_checkpoint=shaped.last_checkpoint,
             preempting=shaped.preempting,
+            completing=completing(shaped.running),
+            main_pass=main_pass,
             quotas=ctl.quotas,
         )
     faults = [
@@ -317,6 +322,15 @@ def load(ctl: Ctl, active: ActiveJobs, now: float, backfill: bool, full: bool = 
         and not jobfaults.quarantined(entries[j].job.held, entries[j].meta.reason)
     ]
     return Loaded(snap, {j: e.meta for j, e in entries.items()}, entries, faults)
+
+
+def completing(running: list[Running]) -> tuple[Allocation, ...]:
+    """Snapshot.completing: what COMPLETING jobs hold (killed: by a preemption,
+    a cancel, a node failure; processes not yet gone), as the twin's killed jobs
+    give theirs (Slurm's cg_node_bitmap). Here such a job also stays in
+    `running`, so what it holds is busy in the usage built from it, until the
+    executor reports it gone; the core counts it once (tide.sched.preempt)."""
+    return tuple(r.alloc for r in running if r.job.state is JobState.COMPLETING)
 
 
 def _finished(s: Any, pending: list[Job]) -> dict[str, str]:
