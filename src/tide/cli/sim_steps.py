@@ -10,9 +10,10 @@ passes through unchanged).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tide.cli.plain_console import LazyConsole, SimpleTable, print_table
 from tide.cli.replay import Replay
-from tide.sim.faults import Fault, read_faults
 from tide.sim.runner import (
     PolicyRun,
     SimInputs,
@@ -26,6 +27,9 @@ from tide.sim.runner import (
     write_comparison,
     write_policy_outputs,
 )
+
+if TYPE_CHECKING:
+    from tide.sim.faults import Fault
 
 console = LazyConsole(stderr=True, emoji=False, highlight=False, soft_wrap=True)  # H:M:S stays
 
@@ -86,6 +90,8 @@ def all_faults(inputs: SimInputs, r: Replay) -> list[Fault]:
     """Failures listed in --faults plus those drawn from --mtbf/--mttr."""
     listed: list[Fault] = []
     if r.faults is not None:
+        from tide.sim.faults import read_faults
+
         try:
             listed = read_faults(r.faults, {n.name for n in inputs.cluster.nodes})
         except (OSError, ValueError) as e:

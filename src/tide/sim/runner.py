@@ -18,20 +18,20 @@ from tide.hostlist import expand
 from tide.model import AccountTree, Cluster
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
-from tide.sim import count_fast, training
+from tide.sim import count_fast
 from tide.sim.count_driver import CountDriver, NotCountable, count_applicable
 from tide.sim.count_fast import CountRun
-from tide.sim.faults import Fault, draw_faults
 from tide.sim.metrics import JobResult, Sample, compute_metrics
 from tide.sim.outputs import metrics_json, write_jobs_csv, write_metrics_json
 from tide.sim.progress import ProgressFn
 from tide.sim.report import RunData, write_report
 from tide.sim.table import ResultTable, RowsOrColumns, Timeline
-from tide.sim.training import Ledger, Throughput
 from tide.sim.workload.base import SimJob, WorkloadError, WorkloadInfo
 
 if TYPE_CHECKING:
     from tide.config.loaded import LoadedCluster
+    from tide.sim.faults import Fault
+    from tide.sim.training import Ledger
 
 # The cluster readers (YAML schemas), the general engine, the generator and the
 # other workload readers load when a run needs them: replaying an SWF log on its
@@ -396,7 +396,9 @@ def _finish(
     )
     run.metrics["policy"] = policy
     if ledgers:
-        tp = Throughput(inputs.mfu, inputs.cluster.gpu_peak_tflops)
+        from tide.sim import training
+
+        tp = training.Throughput(inputs.mfu, inputs.cluster.gpu_peak_tflops)
         got = training.figures(ledgers.values(), tp)
         if got is not None:
             run.metrics["training"] = got
@@ -411,6 +413,8 @@ def _count_ledgers(inputs: SimInputs, table: ResultTable) -> dict[int, Ledger]:
     source = inputs.jobs()
     if getattr(getattr(source, "info", None), "kind", "") in ("swf", "openb"):
         return {}
+    from tide.sim import training  # training jobs' figures: not needed by SWF or openb
+
     models = training.models_of(source)
     if not models:
         return {}
@@ -425,7 +429,7 @@ def _count_ledgers(inputs: SimInputs, table: ResultTable) -> dict[int, Ledger]:
         gpus = int(table.gpus[k])
         first = expand(table.nodelist[k])[:1] if table.nodelist[k] else []
         gpu_type = types.get(first[0], "") if first else ""
-        out[jid] = Ledger(table.account[k], model, gpus, gpu_type, gpus * run_s,
+        out[jid] = training.Ledger(table.account[k], model, gpus, gpu_type, gpus * run_s,
                           min(run_s, duration))  # fmt: skip
     return out
 
@@ -435,6 +439,8 @@ def faults_for(
 ) -> list[Fault]:
     if not mtbf:
         return []
+    from tide.sim.faults import draw_faults  # drawn only when asked: --mtbf
+
     end = horizon or 30 * 86400.0
     return draw_faults([n.name for n in inputs.cluster.nodes], end, mtbf, mttr, seed)
 
