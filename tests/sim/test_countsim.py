@@ -24,9 +24,10 @@ from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sched.index import ClusterIndex, build_index
 from tide.sim import count_fast, runner
 from tide.sim.count_driver import CountDriver, count_applicable
-from tide.sim.count_fast import CountRun, count_input, make_many, node_strings
+from tide.sim.count_fast import CountRun, count_input, node_strings
 from tide.sim.fastswf import read_swf_fast
 from tide.sim.metrics import JobResult, Sample
+from tide.sim.records import make_many
 from tide.sim.workload.base import SimJob
 from tide.testing.builders import flat_cluster
 

@@ -12,14 +12,12 @@ tide.sim.fastswf is taken as columns, without building a SimJob per record.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,7 +37,6 @@ try:
 except ImportError:  # no compiler at install time: the Python driver
     _countsim = None  # type: ignore[assignment]
 
-T = TypeVar("T")
 MODES = {BackfillMode.NONE: 0, BackfillMode.EASY: 1, BackfillMode.CONSERVATIVE: 2}
 COMPLETED, TIMEOUT = JobState.COMPLETED.value, JobState.TIMEOUT.value
 
@@ -257,43 +254,6 @@ def _timeline(out: dict[str, object], names: list[str]) -> Timeline:
     return tl  # in the driver's order, as CountDriver.samples (metrics sort by time)
 
 
-def per_account_dicts(
-    first: np.ndarray, account: np.ndarray, gpus: np.ndarray, names: list[str]
-) -> list[dict[str, int]]:
-    """One dict per sample: {names[account[i]]: gpus[i] for i in first[k]:first[k+1]}."""
-    if _countsim is not None:
-        c = [np.ascontiguousarray(x, dtype=np.int64) for x in (first, account, gpus)]
-        return _countsim.group_dicts(c[0], c[1], c[2], names)  # type: ignore[no-any-return]
-    a, g, b = account.tolist(), gpus.tolist(), first.tolist()
-    return [{names[a[i]]: g[i] for i in range(b[k], b[k + 1])} for k in range(len(b) - 1)]
-
-
-def make_many(cls: type[T], columns: dict[str, Any], n: int) -> list[T]:
-    """n dataclass instances, field by field from columns (a list: one value per
-    row; anything else: that value in every row); left-out fields take their
-    defaults. What cls(**row) gives, but built in C (~20x faster) when cls is a
-    slots dataclass without __post_init__."""
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    unknown = set(columns) - {f.name for f in fields}
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field {sorted(unknown)}")
-    values: dict[str, Any] = {}
-    for f in fields:
-        if f.name in columns:
-            values[f.name] = columns[f.name]
-        elif f.default is not dataclasses.MISSING:
-            values[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            values[f.name] = [f.default_factory() for _ in range(n)]
-        else:
-            raise TypeError(f"{cls.__name__}: field {f.name!r} has no value")
-    slotted = "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")
-    if _countsim is not None and slotted:
-        return _countsim.make_slots(cls, tuple(values), tuple(values.values()), n)  # type: ignore[no-any-return]
-    rows = [{k: v[r] if isinstance(v, list) else v for k, v in values.items()} for r in range(n)]
-    return [cls(**row) for row in rows]
-
-
 def node_strings(
     names: list[str],
     gpn: int,
@@ -363,4 +323,4 @@ def _name_shape(names: list[str]) -> tuple[str, list[str], list[int], str] | Non
     return prefix[0], list(digits), nums, suffix[0]
 
 
-__all__ = ["CountInput", "CountRun", "available", "count_input", "make_many", "simulate"]
+__all__ = ["CountInput", "CountRun", "available", "count_input", "simulate"]

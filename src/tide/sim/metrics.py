@@ -9,10 +9,13 @@ figures. Percentiles use numpy's 'linear' method.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from tide.sim.records import JobResult, Sample, as_samples
+
+__all__ = ["JobResult", "Sample", "as_samples"]  # their home is tide.sim.records
 
 if TYPE_CHECKING:
     from tide.sim.table import ResultTable, Timeline
@@ -21,69 +24,6 @@ BSLD_TAU = 10.0  # seconds: the bounded-slowdown floor on run time (pyss, SC'15)
 SIZE_CLASSES: tuple[tuple[str, int, int | None], ...] = (
     ("1-4", 0, 4), ("5-63", 5, 63), ("64+", 64, None),
 )  # fmt: skip
-
-
-@dataclass(slots=True)
-class JobResult:
-    """One job's outcome, written by the engine. Times are seconds from the
-    trace start; `start` is the first start, `end` the final end."""
-
-    job_id: int
-    name: str = ""
-    user: str = ""
-    account: str = ""
-    partition: str = ""
-    qos: str = ""
-    gpus: int = 0
-    nodes: int = 0
-    submit: float = 0.0
-    eligible: float | None = None  # None = submit
-    start: float | None = None  # None = never started
-    end: float | None = None  # None = never started, or still running at the end
-    state: str = "PENDING"
-    restarts: int = 0
-    lost_gpu_seconds: float = 0.0  # work thrown away by failures/preemption
-    leaf_switches: int = 0  # leaf switches spanned (0 = no tree topology)
-    min_leaf_switches: int = 0  # fewest leaves that could hold the job
-    nodelist: str = ""  # Slurm hostlist, e.g. gpu[001-002]
-    gpu_index: str = ""  # gpu001:0-7;gpu002:0-7
-    cpu_ids: str = ""  # gpu001:0-31;gpu002:0-31
-    held_idle_gpu_seconds: float = 0.0  # GPUs held while the gang was incomplete
-    deadlocked: bool = False
-    # preemption (docs/preemption.md)
-    preemptions: int = 0  # times this job was preempted (killed or suspended)
-    preempt_lost_gpu_seconds: float = 0.0  # the part of lost_gpu_seconds preemption caused
-    suspended_seconds: float = 0.0  # time spent suspended by preemption
-    needed_reclaim: bool = False  # it waited for quota its account had lent out
-
-    @property
-    def ready(self) -> float:
-        return self.submit if self.eligible is None else self.eligible
-
-    @property
-    def wait(self) -> float | None:
-        return None if self.start is None else self.start - self.ready
-
-    @property
-    def run(self) -> float | None:
-        return None if self.start is None or self.end is None else self.end - self.start
-
-
-@dataclass(slots=True, frozen=True)
-class Sample:
-    """The cluster from time t until the next sample (written by the engine)."""
-
-    t: float
-    allocated_gpus: int  # GPUs no other job can use, partial gangs included
-    blocked_idle_gpus: int  # free GPUs while the top pending job waits on Resources, else 0
-    queue_len: int  # pending jobs
-    by_account: Mapping[str, int] = field(default_factory=dict)  # allocated GPUs
-
-
-def as_samples(timeline: Iterable[Sample | Sequence[Any]]) -> list[Sample]:
-    """Accept Samples or plain (t, allocated, blocked_idle, queue_len, by_account) tuples."""
-    out = [s if isinstance(s, Sample) else Sample(*s) for s in timeline]
-    return sorted(out, key=lambda s: s.t)  # stable: equal times keep write order
 
 
 def integrate(

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tide.sim.metrics import JobResult, Sample, as_samples
+from tide.sim.records import JobResult, Sample, as_samples, make_many, per_account_dicts
 
 NAN = float("nan")
 _FLOATS = ("submit", "eligible", "start", "end", "lost_gpu_seconds", "held_idle_gpu_seconds",
@@ -136,8 +136,6 @@ class ResultTable:
 
     def to_results(self) -> list[JobResult]:
         """The JobResults these columns hold (built in C when the kernel is there)."""
-        from tide.sim.count_fast import make_many
-
         cols: dict[str, Any] = {}
         for f in dataclasses.fields(JobResult):
             v = getattr(self, f.name)
@@ -227,8 +225,6 @@ class Timeline:
                         self.names)  # fmt: skip
 
     def to_samples(self) -> list[Sample]:
-        from tide.sim.count_fast import make_many, per_account_dicts
-
         columns = {
             "t": self.t.tolist(), "allocated_gpus": self.allocated.tolist(),
             "blocked_idle_gpus": self.blocked_idle.tolist(), "queue_len": self.queue.tolist(),
