@@ -116,14 +116,8 @@ def test_relative_and_absolute_imports_resolve_to_modules() -> None:
     assert "tide.sched.cycle" in graph["tide.sched.passes"]
 
 
-# Circles that predate this check, being taken apart (issue 13); no new one may join.
-KNOWN = [
-    ["tide.sim.engine", "tide.sim.faults", "tide.sim.preemption"],
-]
-
-
 def test_no_import_circles() -> None:
-    found = [g for g in circles(import_graph()) if g not in KNOWN]
+    found = circles(import_graph())
     assert found == [], "modules that import each other (move the shared part down): " + "; ".join(
         " <-> ".join(g) for g in found
     )

@@ -19,7 +19,7 @@ from tide.sched.requeue import (
     requeueable,
 )
 from tide.sim.engine import Engine
-from tide.sim.faults import Fault
+from tide.sim.events import Fault
 from tide.sim.workload.base import SimJob
 from tide.testing.builders import flat_cluster
 

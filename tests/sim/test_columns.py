@@ -15,7 +15,7 @@ from tide.model import JobRequest
 from tide.model.sched_config import SchedulerConfig
 from tide.sim.columns import ResultColumns, TimelineColumns
 from tide.sim.engine import Engine
-from tide.sim.faults import Fault
+from tide.sim.events import Fault
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.outputs import write_jobs_csv
 from tide.sim.table import ResultTable, Timeline

@@ -14,7 +14,7 @@ from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sched.index import build_index
 from tide.sim.count_driver import CountDriver
 from tide.sim.engine import Engine
-from tide.sim.faults import Fault
+from tide.sim.events import Fault
 from tide.sim.workload.base import SimJob
 from tide.testing.builders import flat_cluster
 

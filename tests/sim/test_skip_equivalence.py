@@ -20,7 +20,7 @@ from tide.config.loader import resolve_cluster
 from tide.model import JobRequest
 from tide.model.job import Dependency, DependencyItem, DependencyType
 from tide.sim.engine import Engine
-from tide.sim.faults import Fault
+from tide.sim.events import Fault
 from tide.sim.outputs import write_jobs_csv
 from tide.sim.workload.base import SimJob
 

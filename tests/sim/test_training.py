@@ -13,7 +13,7 @@ import pytest
 
 from tide.model import AccountTree, JobRequest
 from tide.model.sched_config import QueueOrder, SchedulerConfig
-from tide.sim.faults import Fault
+from tide.sim.events import Fault
 from tide.sim.runner import SimInputs, run_policy
 from tide.sim.training import Ledger, Throughput, figures
 from tide.sim.workload.base import SimJob, TrainModel, WorkloadError

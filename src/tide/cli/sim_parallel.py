@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from tide.model.sched_config import SchedulerConfig
-from tide.sim.faults import Fault
+from tide.sim.events import Fault
 from tide.sim.runner import PolicyRun, SimInputs, run_policy, workload_info
 from tide.sim.workload.base import WorkloadInfo
 

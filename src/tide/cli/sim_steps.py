@@ -29,7 +29,7 @@ from tide.sim.runner import (
 )
 
 if TYPE_CHECKING:
-    from tide.sim.faults import Fault
+    from tide.sim.events import Fault
 
 console = LazyConsole(stderr=True, emoji=False, highlight=False, soft_wrap=True)  # H:M:S stays
 

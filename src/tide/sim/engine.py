@@ -50,31 +50,25 @@ from tide.sched.types import (
 )
 from tide.sim.active import Active, ActiveJobs
 from tide.sim.columns import ResultColumns, TimelineColumns
-from tide.sim.faults import Fault
+from tide.sim.events import (
+    BACKFILL,
+    BACKGROUND,
+    COMPLETE,
+    END,
+    FAIL,
+    PREEMPT,
+    REPAIR,
+    SUBMIT,
+    WAKE,
+    Fault,
+    Suspension,
+)
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.outputs import node_indices
 from tide.sim.progress import ProgressFn
 from tide.sim.table import ResultTable, RowsOrColumns, Timeline
 from tide.sim.training import Ledger
 from tide.sim.workload.base import SimJob
-
-# event kinds, in tie order at equal times
-SUBMIT, WAKE, REPAIR, END, FAIL, BACKFILL = range(6)
-PREEMPT = 6  # a preempted job's grace is over: it is killed (docs/preemption.md)
-COMPLETE = 7  # nodes of a killed job complete (SchedulerConfig.kill_completing)
-BACKGROUND = -2  # WAKE data: a wake-up of slurmctld's background thread (tide.sched.triggers)
-
-
-@dataclass(slots=True)
-class Suspension:
-    """A job suspended by preemption: its GPUs and memory stay held, its cores
-    are lent to the preemptor until that one has run and ended."""
-
-    preemptor: int
-    since: float
-    left: float  # wall seconds it still had to run
-    cores: Allocation  # the cores it released (and needs back to resume)
-    started: bool = False  # the preemptor has started
 
 
 class RunOutput(RowsOrColumns):

@@ -16,7 +16,7 @@ Checkpoints: every `checkpoint_interval` seconds of work the job spends
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,17 +25,11 @@ import numpy as np
 from tide.model import Job, JobState, NodeState
 from tide.sched import requeue as requeue_rules
 from tide.sched.requeue import Requeue
+from tide.sim.events import REPAIR, Fault
 
 if TYPE_CHECKING:
     from tide.sim.active import Active
-    from tide.sim.engine import Engine
-
-
-@dataclass(slots=True, frozen=True)
-class Fault:
-    time: float
-    node: str
-    repair_after: float = 3600.0
+    from tide.sim.engine_view import EngineView
 
 
 def draw_faults(
@@ -102,9 +96,7 @@ def work_done(act: Active, t: float) -> float:
     return min(k * interval + min(rest, interval), act.work_left)
 
 
-def fail_node(engine: Engine, t: float, node: int) -> bool:
-    from tide.sim.engine import REPAIR
-
+def fail_node(engine: EngineView, t: float, node: int) -> bool:
     state = engine.cluster.nodes[node]
     if state.state is NodeState.DOWN:
         return False
@@ -123,7 +115,7 @@ def fail_node(engine: Engine, t: float, node: int) -> bool:
 
 
 def _lose(
-    engine: Engine,
+    engine: EngineView,
     act: Active,
     t: float,
     requeue: bool | None = None,
@@ -168,7 +160,7 @@ def _lose(
     return lost
 
 
-def _verdict(engine: Engine, job: Job, partition: str, requeue: bool | None) -> Requeue:
+def _verdict(engine: EngineView, job: Job, partition: str, requeue: bool | None) -> Requeue:
     if requeue is not None:  # preemption: requeued at once, or ended
         return Requeue(requeue)
     pol = engine.requeue_rules

@@ -29,16 +29,15 @@ from typing import TYPE_CHECKING
 
 from tide.model import JobState
 from tide.sched.types import Allocation, NodeAlloc, Preemption
+from tide.sim.events import COMPLETE, END, PREEMPT, WAKE, Suspension
 from tide.sim.faults import _lose
 
 if TYPE_CHECKING:
-    from tide.sim.engine import Engine
+    from tide.sim.engine_view import EngineView
 
 
-def apply(engine: Engine, now: float, p: Preemption) -> None:
+def apply(engine: EngineView, now: float, p: Preemption) -> None:
     """Start one preemption the core decided."""
-    from tide.sim.engine import PREEMPT, WAKE, Suspension
-
     act = engine.active.get(p.victim)
     if act is None or p.victim in engine.preempting or p.victim in engine.suspended:
         return
@@ -64,7 +63,7 @@ def apply(engine: Engine, now: float, p: Preemption) -> None:
     engine._push(kill_at, PREEMPT, p.victim)
 
 
-def kill(engine: Engine, t: float, victim: int) -> bool:
+def kill(engine: EngineView, t: float, victim: int) -> bool:
     """The grace of a victim is over: kill it (if it is still the same attempt)."""
     entry = engine.preempting.pop(victim, None)
     act = engine.active.get(victim)
@@ -88,14 +87,12 @@ def kill(engine: Engine, t: float, victim: int) -> bool:
     return True
 
 
-def _completing(engine: Engine, t: float, held: Allocation) -> None:
+def _completing(engine: EngineView, t: float, held: Allocation) -> None:
     """A killed job's nodes stay COMPLETING (busy) until their slurmd reports the
     job gone: the batch host (its first node) waits for the batch step to end,
     the others only for the kill message (SchedulerConfig.kill_completing; on the
     peer 3.3-3.8 s and 0.1-0.7 s with KillWait=2). Slurm's select_nodes never
     places a job on a completing node (cg_node_bitmap), so a preemptor waits."""
-    from tide.sim.engine import COMPLETE
-
     batch, other = engine.config.kill_completing
     if (batch <= 0 and other <= 0) or not held.nodes:
         return
@@ -109,7 +106,7 @@ def _completing(engine: Engine, t: float, held: Allocation) -> None:
             engine._push(t + max(0.0, delay), COMPLETE, engine.seq)
 
 
-def unpark(engine: Engine, now: float) -> None:
+def unpark(engine: EngineView, now: float) -> None:
     """After a cycle: requeued victims whose preemptor is no longer pending
     (it started, or left the queue) are pending again (and get a cycle of
     their own at once). While the preemptor waits they stay out: were they
@@ -121,22 +118,20 @@ def unpark(engine: Engine, now: float) -> None:
     _back(engine, now, back)
 
 
-def release_all(engine: Engine, now: float) -> None:
+def release_all(engine: EngineView, now: float) -> None:
     """No event is left: every parked victim is pending again (its preemptor
     could not start even with the victims gone)."""
     _back(engine, now, list(engine.parked))
 
 
-def _back(engine: Engine, now: float, back: list[int]) -> None:
-    from tide.sim.engine import WAKE
-
+def _back(engine: EngineView, now: float, back: list[int]) -> None:
     for v in back:
         engine.pending[v] = engine.parked.pop(v)[1]
     if back:
         engine._push(now, WAKE, -1)
 
 
-def preemptor_started(engine: Engine, job_id: int, alloc: Allocation) -> None:
+def preemptor_started(engine: EngineView, job_id: int, alloc: Allocation) -> None:
     """The preemptor of suspended jobs starts: the cores of theirs it did not
     take are held for them again (they stay theirs while it runs)."""
     taken = {(na.node, c) for na in alloc.nodes for c in na.cores}
@@ -160,10 +155,8 @@ def preemptor_started(engine: Engine, job_id: int, alloc: Allocation) -> None:
             sus.cores = Allocation(victim, tuple(na for na in lent if na.cores))
 
 
-def resume_ready(engine: Engine, now: float) -> None:
+def resume_ready(engine: EngineView, now: float) -> None:
     """Resume every suspended job whose preemptor is done and whose cores are free."""
-    from tide.sim.engine import END
-
     for victim in sorted(engine.suspended, key=lambda v: (engine.suspended[v].since, v)):
         sus = engine.suspended[victim]
         act = engine.active.get(victim)

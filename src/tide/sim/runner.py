@@ -30,7 +30,7 @@ from tide.sim.workload.base import SimJob, WorkloadError, WorkloadInfo
 
 if TYPE_CHECKING:
     from tide.config.loaded import LoadedCluster
-    from tide.sim.faults import Fault
+    from tide.sim.events import Fault
     from tide.sim.training import Ledger
 
 # The cluster readers (YAML schemas), the general engine, the generator and the
