@@ -20,6 +20,11 @@ run))), the mean wait, and the change against EASY measured in this run.
     .venv/bin/python bench/bench_quality.py                  # every readable log
     .venv/bin/python bench/bench_quality.py --logs kth-sp2   # one log
     .venv/bin/python bench/bench_quality.py --json out.json
+    .venv/bin/python bench/bench_quality.py --variants tide tide-nosteer  # before/after
+
+--variants adds other configurations of the tide policy in the same run
+(VARIANTS: tide-nosteer is steer=False, tide-steer-<mode> steer="<mode>":
+TidePolicy's steering modes), each with its change against EASY.
 
 TIDE_TRACES overrides the traces folder (default: ../shared/traces, then
 /work/shared/traces). The tide policy runs on the general engine: about
@@ -61,6 +66,15 @@ SC15: dict[str, dict[str, float]] = {
 }
 # issue 16's goals for the fixed configuration
 GOALS = {"kth-sp2": 60.2, "sdsc-sp2": 65.9}
+# the tide policy's configurations this bench can run: TidePolicy's options
+# changed from its defaults (tide: the fixed configuration)
+VARIANTS: dict[str, dict[str, Any]] = {
+    "tide": {},
+    "tide-nosteer": {"steer": False},
+    "tide-steer-large": {"steer": "large"},
+    "tide-steer-all": {"steer": "all"},
+    "tide-steer-overrun": {"steer": "overrun"},
+}
 
 
 def traces_dir() -> Path | None:
@@ -88,7 +102,25 @@ def machine_size(path: Path) -> int | None:
     return sum(int(r[2]) * int(r[3]) for r in rows)
 
 
-def run_log(path: Path) -> dict[str, Any] | str:
+def run_variant(inputs: Any, config: Any, options: dict[str, Any]) -> dict[str, float]:
+    """The tide policy with `options` on the general engine, as run_policy
+    runs it; its metrics."""
+    import copy
+
+    from tide.sched.index import build_index
+    from tide.sched.policies.tide_policy import TidePolicy
+    from tide.sim.engine import Engine
+    from tide.sim.metrics import compute_metrics
+
+    cluster = copy.deepcopy(inputs.cluster)
+    ix = build_index(cluster)
+    engine = Engine(cluster, config, "tide", inputs.accounts, [], index=ix)
+    engine.policy = TidePolicy(ix, **options)
+    out = engine.run(inputs.jobs())
+    return compute_metrics(out.table, out.capacity_gpus, out.timeline, inputs.target_shares)
+
+
+def run_log(path: Path, variants: list[str]) -> dict[str, Any] | str:
     """EASY and tide on one log; a string says why the log was skipped."""
     from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
     from tide.sim.runner import WorkloadOptions, load_inputs, run_policy
@@ -105,12 +137,14 @@ def run_log(path: Path) -> dict[str, Any] | str:
     if jobs == 0:
         return "no job left after the strong filter (no requested times?)"
     out: dict[str, Any] = {"jobs": jobs}
-    for policy in ("slurm", "tide"):
+    for policy in ("slurm", *variants):
         print(f"[quality] {path.parent.name}: {policy} on {jobs} jobs ...", file=sys.stderr,
               flush=True)  # fmt: skip
         t0 = time.process_time()
-        run = run_policy(inputs, policy, config)
-        m = run.metrics
+        if policy in ("slurm", "tide"):
+            m = run_policy(inputs, policy, config).metrics
+        else:
+            m = run_variant(inputs, config, VARIANTS[policy])
         cpu = time.process_time() - t0
         out[policy] = {"mean_bsld": m["mean_bsld"], "mean_wait": m["mean_wait"],
                        "utilization": m["utilization"], "cpu_s": cpu}  # fmt: skip
@@ -123,7 +157,7 @@ def pct(value: float, base: float) -> str:
     return f"{100.0 * (value - base) / base:+.1f} %"
 
 
-def print_log(name: str, res: dict[str, Any]) -> None:
+def print_log(name: str, res: dict[str, Any], variants: list[str]) -> None:
     easy = res["slurm"]["mean_bsld"]
     print(f"\n## {name} ({res['jobs']:,} jobs)\n")
     print("| scheduler | mean bsld | change vs EASY | mean wait (s) |")
@@ -134,6 +168,11 @@ def print_log(name: str, res: dict[str, Any]) -> None:
     tide = res["tide"]["mean_bsld"]
     print(f"| **tide policy (this run)** | **{tide:.2f}** | **{pct(tide, easy)}** "
           f"| {res['tide']['mean_wait']:.0f} |")  # fmt: skip
+    for v in variants:
+        if v != "tide":
+            r = res[v]
+            print(f"| {v} ({VARIANTS[v]}, this run) | {r['mean_bsld']:.2f} "
+                  f"| {pct(r['mean_bsld'], easy)} | {r['mean_wait']:.0f} |")  # fmt: skip
     goal = GOALS.get(name)
     if goal is not None:
         print(f"\ngoal: tide <= {goal} ({pct(goal, easy)}): {'met' if tide <= goal else 'NOT met'}")
@@ -143,19 +182,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--logs", nargs="*", help="trace folder names (default: all readable)")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--variants", nargs="+", default=["tide"], choices=list(VARIANTS),
+                    help="tide configurations to run (default: tide, the fixed one)")  # fmt: skip
     args = ap.parse_args()
+    variants = ["tide"] + [v for v in args.variants if v != "tide"]
     traces = traces_dir()
     if traces is None:
         print("no traces folder (set TIDE_TRACES)", file=sys.stderr)
         return 2
     results: dict[str, Any] = {}
     for path in find_logs(traces, args.logs):
-        res = run_log(path)
+        res = run_log(path, variants)
         results[path.parent.name] = res
         if isinstance(res, str):
             print(f"\n## {path.parent.name}: skipped, {res}")
         else:
-            print_log(path.parent.name, res)
+            print_log(path.parent.name, res, variants)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -10,10 +10,16 @@ Prints, per policy, the large job's wait, utilization, the small jobs' mean
 turnaround (wait + run) and mean wait, the CPU the run took, and the ratio
 against slurm measured in this run. `tide` is the policy's fixed
 configuration (TidePolicy's defaults); `tide-noguard` the same with
-guard_big=False (the configuration before the guard).
+guard_big=False (the configuration before the guard); `tide-nosteer` with
+steer=False (jobs started beside a reservation placed by best fit alone),
+`tide-steer-<mode>` with steer="<mode>" (TidePolicy's steering modes).
+--big-nodes makes the large job smaller than the cluster (3: 24 of 40
+GPUs, large for tide but not guarded, so steering decides where the tiny
+jobs go while it waits).
 
     .venv/bin/python bench/bench_seed004.py                       # slurm, tide
     .venv/bin/python bench/bench_seed004.py --policies slurm tide tide-noguard
+    .venv/bin/python bench/bench_seed004.py --policies tide-steer-large tide-nosteer --big-nodes 3
 
 About 10 s of CPU for slurm and 30 s for tide; tide-noguard takes much longer
 (its large job waits while tiny jobs keep being backfilled).
@@ -31,10 +37,15 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "slurm": None,
     "tide": {},
     "tide-noguard": {"guard_big": False},
+    "tide-nosteer": {"steer": False},
+    "tide-steer-large": {"steer": "large"},
+    "tide-steer-all": {"steer": "all"},
+    "tide-steer-overrun": {"steer": "overrun"},
 }
+NODES = 5
 
 
-def stream(seed: int = 4) -> list[Any]:
+def stream(seed: int = 4, big_nodes: int = NODES) -> list[Any]:
     import numpy as np
 
     from tide.model import JobRequest
@@ -49,7 +60,8 @@ def stream(seed: int = 4) -> list[Any]:
                          time_limit=60)  # fmt: skip
         jobs.append(SimJob(i, t, run, req, user=f"u{i % 7}", account="a"))
         t += float(rng.exponential(2.5 * 6 / 34))  # mean 2.5 GPUs x 6 s: ~85 % of 40 GPUs
-    big = JobRequest(name="big", nodes_min=5, nodes_max=5, gpus_per_node=8, time_limit=7200)
+    big = JobRequest(name="big", nodes_min=big_nodes, nodes_max=big_nodes, gpus_per_node=8,
+                     time_limit=7200)  # fmt: skip
     jobs.append(SimJob(BIG, 3600.0, 7000.0, big, user="t", account="b"))
     return sorted(jobs, key=lambda j: (j.submit, j.id))
 
@@ -65,7 +77,7 @@ def run(name: str, jobs: list[Any]) -> dict[str, float]:
 
     kw = VARIANTS[name]
     t0 = time.process_time()
-    eng = Engine(flat_cluster(5), SchedulerConfig(backfill=BackfillMode.EASY, bf_interval=30),
+    eng = Engine(flat_cluster(NODES), SchedulerConfig(backfill=BackfillMode.EASY, bf_interval=30),
                  "slurm" if kw is None else "tide")  # fmt: skip
     if kw is not None:
         eng.policy = TidePolicy(eng.ix, **kw)
@@ -88,10 +100,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=example)
     ap.add_argument("--policies", nargs="+", default=["slurm", "tide"], choices=list(VARIANTS),
                     help="what to run; slurm always runs first, as the baseline")  # fmt: skip
+    ap.add_argument("--big-nodes", type=int, default=NODES, choices=range(1, NODES + 1),
+                    metavar=f"1-{NODES}",
+                    help="the large job's nodes (default: all 5)")  # fmt: skip
     args = ap.parse_args()
     names = ["slurm"] + [n for n in args.policies if n != "slurm"]
-    jobs = stream()
-    print(f"seed004 scaled: 5 x 8 GPUs, {len(jobs)} jobs, a 40-GPU job at 1 h")
+    jobs = stream(big_nodes=args.big_nodes)
+    print(f"seed004 scaled: {NODES} x 8 GPUs, {len(jobs)} jobs, "
+          f"a {8 * args.big_nodes}-GPU job at 1 h")  # fmt: skip
     rows = {}
     for name in names:
         print(f"[seed004] {name} ...", file=sys.stderr, flush=True)

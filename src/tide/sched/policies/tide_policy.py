@@ -32,6 +32,12 @@ Placement (`placement`): "bestfit" is the core's topology-aware best fit
 "fgd" orders the nodes for a job started now by FGD's fragmentation change
 (tide.sched.frag) for the mix of jobs the cluster sees (pending and
 running), best fit breaking ties; reservations are placed as before.
+Steering (`steer`, off in the fixed configuration): a job started while
+large jobs hold reservations this cycle goes to nodes outside them first
+("large"); "all" steers around the first blocked job's reservation too;
+"overrun" lets a job whose limit ends before a reservation fill that gap
+first and keeps off reserved nodes only the jobs that could overrun into
+them (`_steer_clear`).
 """
 
 from __future__ import annotations
@@ -67,6 +73,11 @@ ORDERS = ("saf", "sjf", "priority")
 PREDICTOR = "tsafrir"  # tide.sched.predict.RuntimeModel kind (bench/bench_quality.py)
 PROMISE = "tide.promise"  # Job.meta: (first planned start, restarts then)
 PROMISE_SLACK = 60.0  # seconds a planned start may slip before limits take over
+# jobs started now placed around this cycle's reservations (_steer_clear; True:
+# STEER_MODE); measured on the logs and the scaled seed004 stream: docs/policies.md
+STEER: bool | str = False
+STEER_MODE = "large"
+STEER_MODES = ("large", "all", "overrun")
 
 
 class TidePolicy:
@@ -89,9 +100,13 @@ class TidePolicy:
         predictor: str = PREDICTOR,
         guard_big: bool | float = GUARD,
         placement: str = "bestfit",
+        steer: bool | str = STEER,
     ) -> None:
         if order not in ORDERS:
             raise ValueError(f"tide order {order!r}: choose one of {', '.join(ORDERS)}")
+        if isinstance(steer, str) and steer not in STEER_MODES:
+            raise ValueError(f"tide steer {steer!r}: choose True, False or one of "
+                             f"{', '.join(STEER_MODES)}")  # fmt: skip
         if placement not in PLACEMENTS:
             raise ValueError(f"tide placement {placement!r}: choose one of {', '.join(PLACEMENTS)}")
         self.placement = placement
@@ -108,8 +123,11 @@ class TidePolicy:
         self.correction = correction
         self.promises = promises
         self.guard_big = guard_big
+        self.steer = steer
         self.capabilities = Capabilities(predictions=predict, predictor=predictor)
         self._copies: dict[int, tuple] = {}  # planned context copies, kept between cycles
+        # id(a copy's shape) -> (that shape, the job's real limit), for steering
+        self._real: dict[int, tuple[Shape, int]] = {}
 
     def schedule(self, snap: Snapshot, usage: Usage) -> Decisions:
         if snap.config.will_run_batches or snap.config.bf_resolution != 1:
@@ -130,7 +148,7 @@ class TidePolicy:
                            starts_only=False)  # fmt: skip
         cyc = open_cycle(snap, self.ix, usage, self.memo, self.victim_order)
         if predict and cyc.resv is None:
-            _predicted_contexts(cyc, self._copies)
+            _predicted_contexts(cyc, self._copies, self._real)
         if self.placement == "fgd":
             _fragmentation_aware(cyc)  # after the planned contexts: it reads them
         order = priorities(cyc)
@@ -138,6 +156,9 @@ class TidePolicy:
         if self.order != "priority":
             order, protected = _queue_order(cyc, order, self.order, self.aged, self._big_gpus())
             large = _hold_caps(cyc, [snap.pending[i] for i in protected], self._big_gpus())
+        if self.steer:
+            mode = self.steer if isinstance(self.steer, str) else STEER_MODE
+            _steer_clear(cyc, large, self._real, mode)  # wraps order_for
         main_pass(cyc, order)
         mode = BackfillMode.NONE if snap.config.backfill is BackfillMode.NONE else self.backfill
         if (snap.backfill or self.every_cycle) and mode is not BackfillMode.NONE:
@@ -194,6 +215,65 @@ def _fragmentation_aware(cyc: Cycle) -> None:
     cyc.order_for = order
 
 
+def _steer_clear(
+    cyc: Cycle, large: frozenset[int], real: dict[int, tuple[Shape, int]], mode: str
+) -> None:
+    """Order the nodes for a job started now around this cycle's
+    reservations, the placement's own order (best fit, or FGD) within each
+    group:
+    - "large": nodes outside every large job's reservation first;
+    - "all": nodes outside every reservation (the first blocked job's too)
+      first;
+    - "overrun" (every reservation): first the reserved nodes the job
+      leaves before their reservation even if it runs to its time limit (it
+      fills the gap and leaves the other nodes to longer jobs), then the nodes outside every
+      reservation, last the reserved nodes it leaves in time only if it ends
+      as predicted (one that outlives its prediction there would delay the
+      reservation).
+    Backfill's own check (Plan.free_at) still keeps a job off a reserved
+    node it would hold past the reservation's start."""
+    inner, now = cyc.order_for, cyc.snap.now
+    pending = cyc.decisions.pending
+    kept: list[object] = [None, None]  # (the reservations seen, each node's first hold)
+
+    def holds() -> np.ndarray | None:
+        head = cyc.resources_job
+        watch = large if head is None or mode == "large" else large | {head}
+        infos = tuple(pending.get(jid) for jid in watch)
+        if kept[0] != infos:
+            first = None
+            for info in infos:
+                if info is None or info.planned_start is None or not info.planned_nodes:
+                    continue
+                if first is None:
+                    first = np.full(cyc.ix.n, math.inf)
+                at = list(info.planned_nodes)
+                first[at] = np.minimum(first[at], info.planned_start)
+            kept[0], kept[1] = infos, first
+        return kept[1]  # type: ignore[return-value]
+
+    def real_limit(shape: Shape) -> int:
+        """The job's own limit: a planned copy's shape has its prediction."""
+        got = real.get(id(shape))
+        return got[1] if got is not None and got[0] is shape else shape.time_limit
+
+    def order(free: Free, shape: Shape) -> np.ndarray | None:
+        base = inner(free, shape) if inner is not None else None
+        first = holds()
+        if first is None:
+            return base
+        key = (free.gpus if base is None else base).astype(np.int64)
+        span = int(key.max()) - int(key.min()) + 1
+        reserved = np.isfinite(first)
+        if mode != "overrun":
+            return np.where(reserved, key + span, key)
+        risky = reserved & (now + real_limit(shape) > first)
+        group = np.where(reserved, np.where(risky, 2, 0), 1)
+        return key + span * group
+
+    cyc.order_for = order
+
+
 def _promise(cyc: Cycle) -> None:
     """Remember the first start a prediction-based plan gave each reserved job
     (Decisions.meta: the driver keeps it with the job)."""
@@ -232,10 +312,13 @@ def _planned(r: Running, snap: Snapshot, rule: Correction) -> Running:
     return Running(r.job, r.alloc, r.start, end)
 
 
-def _predicted_contexts(cyc: Cycle, copies: dict[int, tuple]) -> None:
+def _predicted_contexts(
+    cyc: Cycle, copies: dict[int, tuple], real: dict[int, tuple[Shape, int]]
+) -> None:
     """Build every pending job's context with its real limit (site rules), then
     plan it with its predicted run time. `copies` keeps the planned copies
-    between cycles: job -> (the shared context it copies, planned limit, copy)."""
+    between cycles: job -> (the shared context it copies, planned limit, copy);
+    `real` each copy's shape with the job's real limit (by the shape's id)."""
     snap = cyc.snap
     for job in snap.pending:
         pred = snap.predicted.get(job.id)
@@ -250,12 +333,16 @@ def _predicted_contexts(cyc: Cycle, copies: dict[int, tuple]) -> None:
             else:
                 copy = replace(ctx, shape=replace(ctx.shape, time_limit=limit))
                 copies[job.id] = (ctx, limit, copy)
+                real[id(copy.shape)] = (copy.shape, ctx.shape.time_limit)
                 ctx = copy
         cyc.contexts[job.id] = ctx
     if len(copies) > 2 * len(snap.pending) + 64:  # forget jobs that left the queue
         alive = {j.id for j in snap.pending}
         for jid in [j for j in copies if j not in alive]:
             del copies[jid]
+    if len(real) > 2 * len(copies) + 64:  # forget shapes of copies no longer kept
+        real.clear()
+        real.update({id(c[2].shape): (c[2].shape, c[0].shape.time_limit) for c in copies.values()})
 
 
 def _size(ctx: JobContext | None) -> float:
@@ -337,4 +424,4 @@ def _sjbf(cyc: Cycle, order: list[int]) -> list[int]:
     return head + sorted(tail, key=lambda i: (_planned_limit(cyc, pending[i]), rank[i]))
 
 
-__all__ = ["AGED", "BIG", "GUARD", "ORDERS", "TidePolicy"]
+__all__ = ["AGED", "BIG", "GUARD", "ORDERS", "STEER", "TidePolicy"]
