@@ -202,3 +202,108 @@ def test_backfill_waits_for_the_completing_node_it_picks(cg: Live, tmp_path: Pat
     wait_for("the small job to start", lambda: live.state(small) != "PENDING", 90)
     assert live.row(small) == ("RUNNING", "g1")
     assert live.state(killed) == "CANCELLED"
+
+
+# Two 4-GPU nodes, the `tide` policy (victims by lost work); QOS high preempts lowc
+# (PreemptMode=CANCEL, 1 s grace).
+CANCELS = """
+name: cv
+nodes:
+- names: g[1-2]
+  cpus: 4
+  sockets: 1
+  cores_per_socket: 4
+  threads_per_core: 1
+  real_memory: 8000
+  gpus: {count: 4, type: a100}
+partitions:
+- {name: gpu, nodes: 'g[1-2]', default: true, max_time: 1h, default_time: 30m}
+scheduler:
+  policy: tide
+  bf_interval: 1s
+  preempt_type: preempt/qos
+qos:
+  normal: {}
+  lowc: {preempt_mode: CANCEL, grace_time: 1s}
+  high: {priority: 1000, preempt: [lowc]}
+accounts:
+  root: {}
+  physics: {}
+"""
+
+Seen = tuple[float, bool, bool, tuple[int, ...]]
+
+
+@pytest.mark.slow
+def test_a_killed_cancel_victim_stays_committed_while_it_completes(tmp_path: Path) -> None:
+    """A CANCEL victim killed but not gone is its preemptor's, as a parked REQUEUE
+    victim is: no pass chooses it again, nor another job in its place. Before, its
+    phase was cleared at the kill: it was no longer committed, and every pass chose it
+    again (a no-op; seen 26 times while it completed). Which victim such a pass takes
+    is the core's cost order (tests/server/test_killed_victim_shape.py shows the
+    needless second victim); here the passes are observed on the real loop."""
+    path = tmp_path / "cv.yaml"
+    path.write_text(CANCELS)
+    with Live(tmp_path, path) as live:
+        low = ("-A", "physics", "--qos=lowc")
+        cheap = live.submit(_started(tmp_path / "b"), *low, "-w", "g2", "--gpus-per-node=2")
+        wait_for("the cheap job to run", lambda: live.state(cheap) == "RUNNING", 60)
+        time.sleep(8.0)  # its lost work: 2 GPUs x 8 s ahead of the victim's
+        # it ignores its grace's SIGTERM, so it is killed (and held) at the grace's end
+        keeps = f"#!/bin/sh\ntrap '' TERM\ntouch {tmp_path / 'a'}\nsleep 600\n"
+        victim = live.submit(keeps, *low, "-w", "g1", "--gpus-per-node=4")
+        live.executor.held.add(victim)  # its kill waits, as a slow epilog would
+        wait_for("the victim to run", lambda: live.state(victim) == "RUNNING", 60)
+        starts = _starts(live, cheap, victim)
+        seen: list[Seen] = []
+        real: Callable[[Snapshot], Decisions] = live.ctl.loop._schedule
+
+        def schedule(snap: Snapshot) -> Decisions:
+            d = real(snap)
+            going = any(r.job.id == victim and r.job.state is JobState.COMPLETING
+                        for r in snap.running)  # fmt: skip
+            seen.append((snap.now, going, victim in snap.preempting,
+                         tuple(p.victim for p in d.preemptions)))  # fmt: skip
+            return d
+
+        live.ctl.loop._schedule = schedule
+        urgent = live.submit("#!/bin/sh\nsleep 1\n", "-A", "physics", "--qos=high",
+                             "--gpus-per-node=4", "-t", "5")  # fmt: skip
+        first = wait_for("the first victim", lambda: [v for p in seen for v in p[3]], 60)
+        # chosen while its lost work (4 GPUs since its start) was the cheaper
+        assert first == [victim], (first, starts)
+        wait_for("the victim's kill", lambda: live.state(victim) == "COMPLETING", 60)
+        assert victim in live.executor.asked
+        # passes while it completes, once its lost work is past the cheap job's:
+        # 4 (now - a) > 2 (now - b)
+        crossed = 2 * starts[victim] - starts[cheap]
+
+        def late() -> list[Seen]:
+            live.ctl.loop.wake()  # an event: a main pass
+            return [p for p in seen if p[1] and p[0] > crossed + 1.0]
+
+        wait_for("three passes past the crossover", lambda: len(late()) >= 3, 90)
+        chosen = [v for p in seen for v in p[3]]
+        # no second victim, and not the same one again
+        assert chosen == [victim], (chosen, cheap, victim)
+        assert all(p[2] for p in late())  # committed to its preemptor
+        assert live.state(cheap) == "RUNNING" and live.state(urgent) == "PENDING"
+        assert live.state(victim) == "COMPLETING"
+        live.executor.release(victim)
+        wait_for("the urgent job to start", lambda: live.state(urgent) != "PENDING", 90)
+        assert live.row(urgent)[1] == "g1" and live.state(victim) == "PREEMPTED"
+        assert live.state(cheap) == "RUNNING"
+        wait_for("the phase cleared", lambda: _phase(live, victim) == "", 60)
+
+
+def _starts(live: Live, *ids: int) -> dict[int, float]:
+    with live.ctl.sessions() as s:
+        rows = {j: jobrepo.get(s, j) for j in ids}
+    return {j: float(r.start_time or 0.0) for j, r in rows.items() if r is not None}
+
+
+def _phase(live: Live, job_id: int) -> str:
+    with live.ctl.sessions() as s:
+        r = jobrepo.get(s, job_id)
+        assert r is not None
+        return r.preempt_phase

@@ -8,7 +8,8 @@ side is tide.sim.preemption. Here, on the store and the executor:
   loop's `tick` kills it at that time (SIGCONT, SIGTERM, then SIGKILL at
   once: the grace was its time to checkpoint) through the kill path the
   recovery rules own (tide.server.services.lifecycle): "requeue:preempt" ->
-  PENDING with restarts + 1; "preempt:" -> PREEMPTED. The work lost is its
+  PENDING with restarts + 1; "preempt:" -> PREEMPTED (phase `killed` while
+  its processes go: still its preemptor's victim). The work lost is its
   GPUs x seconds since its last checkpoint (`tide notify checkpoint`), else
   since its start.
 - A requeued victim is `parked`: kept out of the core's snapshot while its
@@ -46,8 +47,12 @@ from tide.store.models import JobRow
 log = logging.getLogger("tide.server")
 
 GRACE, SUSPENDED, PARKED = "grace", "suspended", "parked"
+# a CANCEL victim killed, its processes not yet gone: still committed to its preemptor
+# (in `preempting`, as a parked REQUEUE victim) so no pass chooses it again or another
+# victim in its place; cleared once it has ended
+KILLED = "killed"
 ADMIN = "admin"  # stopped by `scontrol suspend` (services.suspend): only `scontrol resume` ends it
-PHASES = (GRACE, SUSPENDED, PARKED, ADMIN)
+PHASES = (GRACE, SUSPENDED, PARKED, KILLED, ADMIN)
 # cancel_requested, asked at the decision: REQUEUE + ACTOR ("requeue:preempt") goes
 # back to the queue, PREEMPT + preemptor ("preempt:12") ends PREEMPTED (recovery.classify)
 PARKED_REASON = "Preempted"  # pending reason of a victim waiting for its preemptor to start
@@ -122,7 +127,7 @@ def shape(marks: Marks, states: dict[int, str], pending: list[Any], running: lis
         if k is not None and k.phase == GRACE:
             preempting[r.job.id] = k.preemptor
             r = Running(r.job, r.alloc, r.start, min(r.end + extra, k.kill_at or now))
-        elif k is not None and k.phase == PARKED and r.job.state is JobState.COMPLETING:
+        elif k is not None and k.phase in (PARKED, KILLED) and r.job.state is JobState.COMPLETING:
             preempting[r.job.id] = k.preemptor  # killed; its processes are going
             r = Running(r.job, r.alloc, r.start, now)
         elif k is not None and k.phase == SUSPENDED:
@@ -263,6 +268,8 @@ def tick(ctl: Ctl, now: float) -> bool:
             changed |= _unpark(ctl, k, states.get(k.preemptor) == "PENDING")
         elif k.phase == GRACE and k.state != "COMPLETING":
             changed |= _left_in_grace(ctl, k.job_id)
+        elif k.phase == KILLED and k.state != "COMPLETING":
+            changed |= _clear(ctl, k.job_id)  # gone (PREEMPTED), or requeued by hand
         elif k.state not in ("RUNNING", "SUSPENDED", "COMPLETING", "PENDING") or (
             k.phase == SUSPENDED and k.state == "PENDING"
         ):
@@ -296,7 +303,7 @@ def _kill(ctl: Ctl, job_id: int, now: float) -> bool:
         requeue = row.preempt_mode == "REQUEUE"
         lost = lost_now(row, now)
         values = {
-            "preempt_phase": PARKED if requeue else "",
+            "preempt_phase": PARKED if requeue else KILLED,
             "preempt_kill_at": None,
             "preempt_lost": lost,
             "preempt_eligible": row.eligible_time,
