@@ -9,24 +9,13 @@ import pytest
 from tide.model import JobRequest, Reservation
 from tide.model.sched_config import BackfillMode, QueueOrder
 from tide.sched.index import build_index
-from tide.sched.policies import make_policy
 from tide.sched.policies.tide_policy import AGED, PROMISE, TidePolicy
 from tide.sched.predict import JobInfo
 from tide.sched.state import Usage
-from tide.sched.types import Decisions, Reason, Snapshot
+from tide.sched.types import Reason, Snapshot
 from tide.sim.engine import Engine
 from tide.sim.workload.base import SimJob
-from tide.testing.builders import flat_cluster, job, running, snapshot
-
-
-def _decide(snap: Snapshot, name: str = "tide", **tide: object) -> Decisions:
-    ix = build_index(snap.cluster)
-    usage = Usage.empty(ix)
-    for r in snap.running:
-        usage.allocate(r.alloc)
-    policy = TidePolicy(ix, **tide) if tide else make_policy(name, ix)  # type: ignore[arg-type]
-    return policy.schedule(snap, usage)
-
+from tide.testing.builders import decide, flat_cluster, job, running, snapshot
 
 # -- the driver keeps the policy's run-time model ------------------------------------------
 
@@ -59,8 +48,8 @@ def _blocked_scene(predicted: dict[int, float]) -> Snapshot:
 
 
 def test_predicted_end_moves_the_reservation_earlier() -> None:
-    slurm = _decide(_blocked_scene({9: 100, 2: 500}), "slurm")
-    tide = _decide(_blocked_scene({9: 100, 2: 500}))
+    slurm = decide(_blocked_scene({9: 100, 2: 500}), "slurm")
+    tide = decide(_blocked_scene({9: 100, 2: 500}))
     assert slurm.pending[1].planned_start == 1000
     assert tide.pending[1].planned_start == 100
     # J2 (predicted 500 s) would delay J1's reservation at 100: not backfilled by
@@ -70,7 +59,7 @@ def test_predicted_end_moves_the_reservation_earlier() -> None:
 
 
 def test_a_job_predicted_short_backfills_before_the_reservation() -> None:
-    d = _decide(_blocked_scene({9: 100, 2: 50}))
+    d = decide(_blocked_scene({9: 100, 2: 50}))
     assert [s.job_id for s in d.starts] == [2]
     assert d.pending[1].planned_start == 100
 
@@ -78,14 +67,14 @@ def test_a_job_predicted_short_backfills_before_the_reservation() -> None:
 def test_a_running_job_past_its_prediction_is_planned_to_its_limit() -> None:
     snap = _blocked_scene({9: 100, 2: 50})
     snap.now = 150  # R outlived its 100 s prediction
-    d = _decide(snap)
+    d = decide(snap)
     assert d.pending[1].planned_start == 1000
 
 
 def test_the_first_predicted_start_is_remembered() -> None:
-    d = _decide(_blocked_scene({9: 100, 2: 500}), promises=True)
+    d = decide(_blocked_scene({9: 100, 2: 500}), promises=True)
     assert d.meta[1] == {PROMISE: (100, 0)}
-    assert _decide(_blocked_scene({9: 100, 2: 500})).meta == {}  # off by default
+    assert decide(_blocked_scene({9: 100, 2: 500})).meta == {}  # off by default
 
 
 def _late_scene(promised: bool) -> Snapshot:
@@ -101,16 +90,16 @@ def _late_scene(promised: bool) -> Snapshot:
 def test_a_broken_promise_plans_with_limits() -> None:
     # with predictions J2 (170..220) ends before R's limit 1000 and backfills;
     # once J1's promised start has passed, J2's limit (170..1070) would delay J1
-    assert [s.job_id for s in _decide(_late_scene(False), promises=True).starts] == [2]
-    assert _decide(_late_scene(True), promises=True).starts == []
-    assert [s.job_id for s in _decide(_late_scene(True)).starts] == [2]  # without promises
+    assert [s.job_id for s in decide(_late_scene(False), promises=True).starts] == [2]
+    assert decide(_late_scene(True), promises=True).starts == []
+    assert [s.job_id for s in decide(_late_scene(True)).starts] == [2]  # without promises
 
 
 def test_reservations_are_exact_not_rounded() -> None:
     snap = _blocked_scene({9: 100, 2: 500})
     snap.config.bf_resolution = 60
-    assert _decide(snap, "slurm").pending[1].planned_start == 1021  # 1 + 17 x 60
-    assert _decide(snap).pending[1].planned_start == 100
+    assert decide(snap, "slurm").pending[1].planned_start == 1021  # 1 + 17 x 60
+    assert decide(snap).pending[1].planned_start == 100
 
 
 # -- order behind the first blocked job -----------------------------------------------
@@ -131,8 +120,8 @@ def _sjbf_scene(now: float) -> Snapshot:
 
 
 def test_shortest_job_backfills_first() -> None:
-    assert [s.job_id for s in _decide(_sjbf_scene(10), "slurm").starts] == [2]
-    assert [s.job_id for s in _decide(_sjbf_scene(10)).starts] == [3]
+    assert [s.job_id for s in decide(_sjbf_scene(10), "slurm").starts] == [2]
+    assert [s.job_id for s in decide(_sjbf_scene(10)).starts] == [3]
 
 
 def _order_scene(now: float, young_submit: float) -> Snapshot:
@@ -147,14 +136,14 @@ def _order_scene(now: float, young_submit: float) -> Snapshot:
 
 
 def test_smallest_predicted_area_goes_first() -> None:
-    assert [s.job_id for s in _decide(_order_scene(10, 1), "slurm").starts] == [1]
-    assert [s.job_id for s in _decide(_order_scene(10, 1)).starts] == [2]
-    assert [s.job_id for s in _decide(_order_scene(10, 1), order="priority").starts] == [1]
+    assert [s.job_id for s in decide(_order_scene(10, 1), "slurm").starts] == [1]
+    assert [s.job_id for s in decide(_order_scene(10, 1)).starts] == [2]
+    assert [s.job_id for s in decide(_order_scene(10, 1), order="priority").starts] == [1]
 
 
 def test_a_job_that_waited_long_is_not_overtaken() -> None:
     # J1 has waited AGED: protected, it goes before the younger, smaller J2
-    d = _decide(_order_scene(AGED + 10, AGED))
+    d = decide(_order_scene(AGED + 10, AGED))
     assert [s.job_id for s in d.starts] == [1]
 
 
@@ -169,12 +158,12 @@ def test_a_large_job_is_protected_from_its_submission() -> None:
             job(3, gpus_per_node=8, time=600, submit=2)]  # fmt: skip
     snap = snapshot(c, pend, now=10, running_jobs=[r], backfill=BackfillMode.EASY,
                     order=QueueOrder.FCFS)  # fmt: skip
-    d = _decide(snap)
+    d = decide(snap)
     assert d.pending[1].reason is Reason.RESOURCES and d.pending[1].planned_start == 5000
     assert [s.job_id for s in d.starts] == [3]
     # unprotected (no job is that big), the smaller areas go first: J3 starts
     # on n002, J2 holds the reservation there at J3's end, J1 waits behind it
-    d = _decide(snap, big=2.0)
+    d = decide(snap, big=2.0)
     assert [s.job_id for s in d.starts] == [3]
     assert d.pending[2].reason is Reason.RESOURCES and d.pending[2].planned_start == 610
     assert d.pending[1].reason is Reason.PRIORITY
@@ -187,7 +176,7 @@ def test_an_unknown_order_is_a_clear_error() -> None:
 
 
 def test_the_first_blocked_job_keeps_its_reservation() -> None:
-    d = _decide(_sjbf_scene(10))
+    d = decide(_sjbf_scene(10))
     assert d.pending[1].reason is Reason.RESOURCES
     assert d.pending[1].planned_start == 50000
 
@@ -211,12 +200,12 @@ def _cap_scene() -> Snapshot:
 
 
 def test_a_large_job_keeps_its_accounts_cap() -> None:
-    d = _decide(_cap_scene())
+    d = decide(_cap_scene())
     assert d.pending[1].reason is Reason.ASSOC_GRP_GRES
     # the account's small job would take what the large one waits for: it waits;
     # another account's job is not held back
     assert [s.job_id for s in d.starts] == [3]
-    assert {s.job_id for s in _decide(_cap_scene(), "slurm").starts} == {2, 3}
+    assert {s.job_id for s in decide(_cap_scene(), "slurm").starts} == {2, 3}
 
 
 # -- site rules keep the real limits ---------------------------------------------------
@@ -229,7 +218,7 @@ def test_no_start_into_a_maintenance_window_on_a_short_prediction() -> None:
         Reservation("maint", start=1800, end=7200, nodes=("n001",), flags=("MAINT",))
     ]
     snap.predicted = {1: 60}
-    assert _decide(snap).starts == []
+    assert decide(snap).starts == []
 
 
 def test_max_wall_sees_the_limit_not_the_prediction() -> None:
@@ -239,21 +228,21 @@ def test_max_wall_sees_the_limit_not_the_prediction() -> None:
     snap = snapshot(c, [job(1, gpus_per_node=1, time=7200, account="a")])
     snap.accounts = AccountTree(accounts={"a": Account("a", limits=Limits(max_wall=3600))})
     snap.predicted = {1: 60}
-    d = _decide(snap)
+    d = decide(snap)
     assert d.starts == [] and d.pending[1].reason is Reason.ASSOC_MAX_WALL
 
 
 def test_backfill_none_is_honoured() -> None:
     snap = _sjbf_scene(10)
     snap.config.backfill = BackfillMode.NONE
-    assert _decide(snap).starts == []
+    assert decide(snap).starts == []
 
 
 def test_backfills_even_between_bf_intervals() -> None:
     snap = _sjbf_scene(10)
     snap.backfill = False  # the driver's bf_interval has not come round
-    assert [s.job_id for s in _decide(snap).starts] == [3]
-    assert _decide(snap, "slurm").starts == []
+    assert [s.job_id for s in decide(snap).starts] == [3]
+    assert decide(snap, "slurm").starts == []
     ix = build_index(snap.cluster)
     usage = Usage.empty(ix)
     usage.allocate(snap.running[0].alloc)
@@ -338,7 +327,7 @@ def test_backfill_never_delays_the_reservation_beyond_the_corrections(snap: Snap
     outlived it the correction's end: its limit), the reserved job starts at
     its planned time: nothing backfilled now runs on its nodes past then.
     (EASY holds one reservation, plus one per large job.)"""
-    d = _decide(snap)
+    d = decide(snap)
     for info in d.pending.values():
         if info.planned_start is None:
             continue
@@ -406,8 +395,8 @@ def test_fgd_keeps_two_gpus_free_together() -> None:
     """Best fit puts a 1-GPU job on the node with the fewest free GPUs (n001:
     2 -> 1, and no 2-GPU job fits there any more); FGD puts it on n002 (3 ->
     2), where the 2-GPU jobs of the mix still fit."""
-    best = _decide(_frag_scene(), placement="bestfit")
-    fgd = _decide(_frag_scene(), placement="fgd")
+    best = decide(_frag_scene(), placement="bestfit")
+    fgd = decide(_frag_scene(), placement="fgd")
     assert [s.alloc.nodes[0].node for s in best.starts] == [0]
     assert [s.alloc.nodes[0].node for s in fgd.starts] == [1]
     assert fgd.starts[0].alloc.nodes[0].gpus == (5,)  # n002's first free GPU
@@ -419,8 +408,8 @@ def test_fgd_is_best_fit_without_gpu_jobs_to_fragment_for() -> None:
     run = [running(job(91, cpus_per_task=4), c, {"n002": ()}, 0, cores=4)]
     pend = [job(i, cpus_per_task=2, time=600, submit=i) for i in (1, 2, 3)]
     snaps = [snapshot(c, list(pend), now=9, running_jobs=list(run)) for _ in range(2)]
-    a = _decide(snaps[0], placement="bestfit")
-    b = _decide(snaps[1], placement="fgd")
+    a = decide(snaps[0], placement="bestfit")
+    b = decide(snaps[1], placement="fgd")
     assert len(a.starts) == 3 and [s.alloc for s in a.starts] == [s.alloc for s in b.starts]
 
 
@@ -439,7 +428,7 @@ def test_fgd_never_gives_a_gpu_twice(busy: list[int], asks: list[int]) -> None:
     run = [running(job(100 + i, gpus_per_node=b), c, {f"n{i + 1:03d}": tuple(range(b))}, 0)
            for i, b in enumerate(busy) if b]  # fmt: skip
     pend = [job(i + 1, gpus_per_node=g, time=600, submit=i) for i, g in enumerate(asks)]
-    d = _decide(snapshot(c, pend, now=100, running_jobs=run, backfill=BackfillMode.EASY),
+    d = decide(snapshot(c, pend, now=100, running_jobs=run, backfill=BackfillMode.EASY),
                 placement="fgd")  # fmt: skip
     held = {(na.node, g) for r in run for na in r.alloc.nodes for g in na.gpus}
     for s in d.starts:

@@ -10,20 +10,9 @@ from hypothesis import strategies as st
 
 from tide.model.sched_config import BackfillMode, QueueOrder
 from tide.sched.index import build_index
-from tide.sched.policies import make_policy
 from tide.sched.policies.tide_policy import TidePolicy
-from tide.sched.state import Usage
 from tide.sched.types import Decisions, Running, Snapshot
-from tide.testing.builders import flat_cluster, job, running, snapshot, tree_cluster
-
-
-def _decide(snap: Snapshot, name: str = "tide", **tide: object) -> Decisions:
-    ix = build_index(snap.cluster)
-    usage = Usage.empty(ix)
-    for r in snap.running:
-        usage.allocate(r.alloc)
-    policy = TidePolicy(ix, **tide) if tide else make_policy(name, ix)  # type: ignore[arg-type]
-    return policy.schedule(snap, usage)
+from tide.testing.builders import decide, flat_cluster, job, running, snapshot, tree_cluster
 
 
 def _reserved_scene(n003_busy: int, limit: int) -> Snapshot:
@@ -54,11 +43,11 @@ def test_a_job_that_could_overrun_into_the_reservation_starts_outside_it(mode: o
     """J2 ends before J1's reservation (1000) only if it ends as predicted
     (110; its limit runs to 2010). Best fit would put it on n002 (2 free
     GPUs, reserved for J1); steered, it takes n003 (4 free), outside."""
-    steered = _decide(_reserved_scene(n003_busy=4, limit=2000), steer=mode)
+    steered = decide(_reserved_scene(n003_busy=4, limit=2000), steer=mode)
     assert steered.pending[1].planned_start == 1000
     assert sorted(steered.pending[1].planned_nodes) == [0, 1]
     assert _node_of(steered, 2) == 2
-    plain = _decide(_reserved_scene(n003_busy=4, limit=2000), steer=False)
+    plain = decide(_reserved_scene(n003_busy=4, limit=2000), steer=False)
     assert sorted(plain.pending[1].planned_nodes) == [0, 1] and _node_of(plain, 2) == 1
 
 
@@ -66,14 +55,14 @@ def test_overrun_lets_a_job_that_surely_ends_in_time_fill_the_gap() -> None:
     """J2's limit (100 s) ends before J1's reservation: it can never delay
     it, so "overrun" puts it on the reserved n002 and leaves n003 to longer
     jobs; "all" sends every job outside the reservation."""
-    assert _node_of(_decide(_reserved_scene(4, limit=100), steer="overrun"), 2) == 1
-    assert _node_of(_decide(_reserved_scene(4, limit=100), steer="all"), 2) == 2
+    assert _node_of(decide(_reserved_scene(4, limit=100), steer="overrun"), 2) == 1
+    assert _node_of(decide(_reserved_scene(4, limit=100), steer="all"), 2) == 2
 
 
 def test_large_steers_around_large_jobs_only() -> None:
     """In the site's order (no protected, so no large, jobs) J1 holds only
     the EASY reservation: "large" keeps best fit, "all" steers around it."""
-    got = {m: _decide(_reserved_scene(4, 2000), steer=m, order="priority")
+    got = {m: decide(_reserved_scene(4, 2000), steer=m, order="priority")
            for m in ("large", "all")}  # fmt: skip
     assert sorted(got["all"].pending[1].planned_nodes) == [0, 1]
     assert _node_of(got["large"], 2) == 1 and _node_of(got["all"], 2) == 2
@@ -85,7 +74,7 @@ def test_a_job_uses_a_reserved_node_it_could_overrun_only_when_nothing_else_fits
 ) -> None:
     """n003 is full: J2 backfills on the reserved n002, ending as predicted
     (110) before J1's reservation starts (1000), which stays where it was."""
-    d = _decide(_reserved_scene(n003_busy=8, limit=2000), steer=mode)
+    d = decide(_reserved_scene(n003_busy=8, limit=2000), steer=mode)
     assert _node_of(d, 2) == 1
     assert d.pending[1].planned_start == 1000 and sorted(d.pending[1].planned_nodes) == [0, 1]
 
@@ -106,10 +95,10 @@ def test_the_reservation_takes_the_nodes_that_free_earliest_under_the_prediction
     snap = snapshot(c, [job(1, nodes=2, gpus_per_node=8, time=3600)], now=10, running_jobs=run,
                     backfill=BackfillMode.EASY, order=QueueOrder.FCFS)  # fmt: skip
     snap.predicted = {91: 900.0, 92: 300.0, 93: 200.0, 1: 3600.0}
-    slurm = _decide(snap, "slurm")
+    slurm = decide(snap, "slurm")
     assert slurm.pending[1].planned_start == 2000
     assert sorted(slurm.pending[1].planned_nodes) == [0, 1]
-    tide = _decide(snap)
+    tide = decide(snap)
     assert tide.pending[1].planned_start == 300
     assert sorted(tide.pending[1].planned_nodes) == [1, 2]
 
@@ -124,7 +113,7 @@ def test_the_reservation_keeps_a_large_job_under_one_switch_when_it_can() -> Non
            for k, limit in ((1, 100), (2, 200), (3, 200), (4, 5000))]  # fmt: skip
     snap = snapshot(c, [job(1, nodes=2, gpus_per_node=8, time=3600)], now=10, running_jobs=run,
                     backfill=BackfillMode.EASY, order=QueueOrder.FCFS)  # fmt: skip
-    d = _decide(snap)
+    d = decide(snap)
     assert d.pending[1].planned_start == 200 and sorted(d.pending[1].planned_nodes) == [0, 1]
 
 
@@ -181,8 +170,8 @@ def test_steering_never_delays_the_large_jobs_reservation(snap: Snapshot, mode: 
     job's reservation is the one it gets without steering; whatever starts
     on its nodes ends (as planned) before it begins; and in the next cycle,
     with those jobs running, its reservation is no later (or it starts)."""
-    d = _decide(snap, steer=mode)
-    plain = _decide(snap, steer=False)
+    d = decide(snap, steer=mode)
+    plain = decide(snap, steer=False)
     info, other = d.pending.get(1), plain.pending.get(1)
     if info is None or info.planned_start is None:
         assert (info is None) == (other is None)
@@ -193,7 +182,7 @@ def test_steering_never_delays_the_large_jobs_reservation(snap: Snapshot, mode: 
     for s in d.starts:
         if nodes & {na.node for na in s.alloc.nodes}:
             assert snap.now + snap.predicted[s.job_id] <= start
-    nxt = _decide(_then(snap, d), steer=mode)
+    nxt = decide(_then(snap, d), steer=mode)
     if any(s.job_id == 1 for s in nxt.starts):
         return
     later = nxt.pending[1].planned_start

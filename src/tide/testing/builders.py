@@ -18,7 +18,7 @@ from tide.model import (
     TopologyKind,
 )
 from tide.model.sched_config import BackfillMode, SchedulerConfig
-from tide.sched.types import Allocation, NodeAlloc, Running, Snapshot
+from tide.sched.types import Allocation, Decisions, NodeAlloc, Running, Snapshot
 
 NVLINK_PAIRS_8 = [
     [
@@ -147,3 +147,20 @@ def snapshot(
     return Snapshot(
         cluster=cluster, config=cfg, now=now, pending=pending, running=running_jobs or []
     )
+
+
+def decide(snap: Snapshot, policy: str = "tide", **tide_options: object) -> Decisions:
+    """One cycle's decisions on `snap`: of the named policy, or of a TidePolicy
+    built with `tide_options`; the running jobs' resources allocated first."""
+    from tide.sched.index import build_index
+    from tide.sched.policies import make_policy
+    from tide.sched.policies.tide_policy import TidePolicy
+    from tide.sched.state import Usage
+
+    ix = build_index(snap.cluster)
+    usage = Usage.empty(ix)
+    for r in snap.running:
+        usage.allocate(r.alloc)
+    if tide_options:
+        return TidePolicy(ix, **tide_options).schedule(snap, usage)  # type: ignore[arg-type]
+    return make_policy(policy, ix).schedule(snap, usage)
