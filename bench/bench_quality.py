@@ -71,6 +71,7 @@ GOALS = {"kth-sp2": 60.2, "sdsc-sp2": 65.9}
 VARIANTS: dict[str, dict[str, Any]] = {
     "tide": {},
     "tide-nosteer": {"steer": False},
+    "tide-noguardnodes": {"guard_nodes": False},
     "tide-steer-large": {"steer": "large"},
     "tide-steer-all": {"steer": "all"},
     "tide-steer-overrun": {"steer": "overrun"},

@@ -14,8 +14,9 @@ guard_big=False (the configuration before the guard); `tide-nosteer` with
 steer=False (jobs started beside a reservation placed by best fit alone),
 `tide-steer-<mode>` with steer="<mode>" (TidePolicy's steering modes).
 --big-nodes makes the large job smaller than the cluster (3: 24 of 40
-GPUs, large for tide but not guarded, so steering decides where the tiny
-jobs go while it waits).
+GPUs: large for tide, guarded as whole nodes of 8-GPU nodes;
+`tide-noguardnodes` is guard_nodes=False, where steering decides where
+the tiny jobs go while it waits).
 
     .venv/bin/python bench/bench_seed004.py                       # slurm, tide
     .venv/bin/python bench/bench_seed004.py --policies slurm tide tide-noguard
@@ -37,6 +38,7 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "slurm": None,
     "tide": {},
     "tide-noguard": {"guard_big": False},
+    "tide-noguardnodes": {"guard_nodes": False},
     "tide-nosteer": {"steer": False},
     "tide-steer-large": {"steer": "large"},
     "tide-steer-all": {"steer": "all"},
