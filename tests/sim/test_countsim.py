@@ -246,3 +246,28 @@ def test_join_groups_and_group_dicts() -> None:
     assert list(dicts[1]) == ["y", "x"]
     with pytest.raises(ValueError, match="out of range"):
         _countsim.group_dicts(np.array([0, 3]), keys, values, ["x"])
+
+
+def test_swf_columns_same_as_its_jobs(tmp_path: object) -> None:
+    """An SWF log taken as columns (account codes, names built in C) runs as its
+    SimJobs do through count_input's general branch: the same results and timeline."""
+    import random
+    from pathlib import Path
+
+    rng = random.Random(4)
+    rows = []
+    for k in range(1, 400):
+        procs, run = rng.randint(1, 16), rng.randint(1, 5000)
+        uid, gid = rng.choice([-1, 3, 8, 41]), rng.choice([-1, -2, 0, 5, 9, 17])
+        rows.append(f"{k} {k * 37} 0 {run} {procs} -1 -1 {procs} {run + rng.randint(0, 900)} "
+                    f"-1 1 {uid} {gid} -1 -1 -1 -1 -1")  # fmt: skip
+    path = Path(str(tmp_path)) / "log.swf"
+    path.write_text("; MaxProcs: 16\n; UnixStartTime: 0\n" + "\n".join(rows) + "\n")
+    wl = read_swf_fast(path)
+    ix = build_index(wl.info.flat_cluster())  # type: ignore[attr-defined]
+    cfg = config("easy", "fcfs", 0)
+    cols = count_input(wl, ix)
+    assert cols.account_codes is not None  # the columns' branch
+    from_cols = count_fast.simulate(cols, ix, cfg, "gpu")
+    assert from_cols is not None
+    assert_same(from_cols, c_run(list(wl), ix, cfg))

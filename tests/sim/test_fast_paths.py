@@ -267,3 +267,42 @@ def test_jobs_csv_in_chunks_is_the_same_file(tmp_path: os.PathLike[str], monkeyp
     write_jobs_csv(parts, empty, chunk=7)
     with open(parts) as f:
         assert f.read().count("\n") == 1  # the header alone
+
+
+def test_csv_rows_to_a_write_callable_same_bytes() -> None:
+    """csv_rows handing its text to write() in pieces gives the text it returns whole."""
+    rng = random.Random(11)
+    n = 5000  # ~3 pieces of 64 KiB
+    strs = [rng.choice(["", "a,b", 'q"q', "n[001-004]", "é" * rng.randint(0, 9)]) * 3
+            for _ in range(n)]  # fmt: skip
+    ints = np.array([rng.randint(-(2**63), 2**63 - 1) for _ in range(n)], dtype=np.int64)
+    floats = np.array(_floats(rng, n))
+    cols = (strs, ints, floats, strs)
+    whole = _countsim.csv_rows(cols, "sifs", _csv_special(), 3)
+    pieces: list[bytes] = []
+    assert _countsim.csv_rows(cols, "sifs", _csv_special(), 3, pieces.append) is None
+    assert len(pieces) > 1 and all(type(p) is bytes for p in pieces)
+    assert b"".join(pieces) == whole
+    empty: list[bytes] = []
+    _countsim.csv_rows(([], np.zeros(0, dtype=np.int64)), "si", _csv_special(), 3, empty.append)
+    assert b"".join(empty) == b""
+
+    def refuse(piece: bytes) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        _countsim.csv_rows(cols, "sifs", _csv_special(), 3, refuse)
+
+
+def test_numbered_and_suffixed_as_f_strings() -> None:
+    """The C kernel's per-job labels equal the f-strings they replace (ASCII or not)."""
+    rng = random.Random(5)
+    values = np.array([rng.randint(-(2**63), 2**63 - 1) for _ in range(2000)] + [0, -1, 10],
+                      dtype=np.int64)  # fmt: skip
+    for prefix in ("job", "", "é-", "n"):
+        assert _countsim.numbered(prefix, values) == [f"{prefix}{v}" for v in values.tolist()]
+    items = [rng.choice(["", "n001", "gpu[01-04,07]", "ü7", "x" * 40]) for _ in range(2000)]
+    for suffix in (":0", ":0-7", "", "·"):
+        assert _countsim.suffixed(items, suffix) == [f"{x}{suffix}" if x else "" for x in items]
+    with pytest.raises(TypeError):
+        _countsim.suffixed(["a", 3], ":0")  # type: ignore[list-item]

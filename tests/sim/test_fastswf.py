@@ -196,3 +196,23 @@ def test_sdsc_same_as_read_swf(parser: str) -> None:
     assert TRACES is not None
     w = _same(TRACES / "sdsc-sp2" / "SDSC-SP2-1998-4.2-cln.swf.gz", estimates="exact")
     assert w.info.kept == 53999 and w.info.read == 59715
+
+
+def test_coded_labels_as_a_dict_fills_them() -> None:
+    """fastswf.coded: the labels per entry as swf writes them, the names in order of
+    first appearance (what a dict filled entry by entry holds), negative values
+    all "unknown" under one code."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(2)
+    for n in (0, 1, 50, 3000):
+        values = np.array([rng.choice([-1, -7, 0, 3, 12, 40, 7, 99999]) for _ in range(n)],
+                          dtype=np.int64)  # fmt: skip
+        got = fastswf.coded(values, "g")
+        want = [f"g{v}" if v >= 0 else "unknown" for v in values.tolist()]
+        index: dict[str, int] = {}
+        codes = [index.setdefault(a, len(index)) for a in want]
+        assert got.labels() == want
+        assert got.codes.tolist() == codes and got.names == list(index)

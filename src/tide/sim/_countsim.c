@@ -51,8 +51,8 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *src, size_t size) {
-    if (buf_reserve(b, size))
+static inline int buf_put(Buf *b, const void *src, size_t size) {
+    if (b->len + size > b->cap && buf_reserve(b, size)) /* the call only to grow */
         return -1;
     memcpy(b->data + b->len, src, size);
     b->len += size;
@@ -1530,15 +1530,36 @@ PyDoc_STRVAR(csv_rows_doc,
 "The rows of a CSV file, UTF-8, ',' between fields and '\\n' after each row.\n"
 "kinds[c] says what columns[c] is: 's' a list of str (quoted when it holds one of\n"
 "the characters of `special`), 'i' an int64 array, 'f' a float64 array written as\n"
-"tide.sim.outputs.fmt(x, decimals) writes it. All columns have the same length.");
+"tide.sim.outputs.fmt(x, decimals) writes it. All columns have the same length.\n"
+"With `write` (a file's write method) the text goes to it in pieces of about\n"
+"64 KiB as bytes, and None is returned: no copy of the whole text is held.");
+
+enum { CSV_PIECE = 1 << 16 };
+
+/* the text so far to write(bytes), the buffer emptied for the rows that follow */
+static int csv_flush(Buf *b, PyObject *write) {
+    PyObject *piece = PyBytes_FromStringAndSize(b->data, (Py_ssize_t)b->len);
+    PyObject *got = piece ? PyObject_CallOneArg(write, piece) : NULL;
+    Py_XDECREF(piece);
+    if (!got)
+        return -1;
+    Py_DECREF(got);
+    b->len = 0;
+    return 0;
+}
 
 static PyObject *countsim_csv_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *columns;
+    PyObject *columns, *write = Py_None;
     const char *kinds, *chars;
     int decimals;
-    if (!PyArg_ParseTuple(args, "O!ssi", &PyTuple_Type, &columns, &kinds, &chars, &decimals))
+    if (!PyArg_ParseTuple(args, "O!ssi|O", &PyTuple_Type, &columns, &kinds, &chars, &decimals,
+                          &write))
         return NULL;
+    if (write != Py_None && !PyCallable_Check(write)) {
+        PyErr_SetString(PyExc_TypeError, "write: want a callable (a file's write) or None");
+        return NULL;
+    }
     char special[256] = {0};
     for (const char *c = chars; *c; c++)
         special[(unsigned char)*c] = 1;
@@ -1603,8 +1624,13 @@ static PyObject *countsim_csv_rows(PyObject *self, PyObject *args) {
         }
         if (buf_put(&b, "\n", 1))
             goto nomem;
+        if (write != Py_None && b.len >= CSV_PIECE && csv_flush(&b, write))
+            goto done;
     }
-    out = bytes_of(b.data, b.len);
+    if (write == Py_None)
+        out = bytes_of(b.data, b.len);
+    else if (!b.len || !csv_flush(&b, write))
+        out = Py_NewRef(Py_None);
     goto done;
 nomem:
     PyErr_NoMemory();
@@ -1618,6 +1644,95 @@ done:
     return out;
 }
 
+/* -- per-job labels: one str each, built here instead of a Python f-string each ---- */
+
+/* An ASCII str of `len` bytes, a then b: the layout str objects of ASCII text have. */
+static PyObject *ascii_join(const char *a, Py_ssize_t al, const char *b, Py_ssize_t bl) {
+    PyObject *v = PyUnicode_New(al + bl, 127);
+    if (v) {
+        memcpy(PyUnicode_DATA(v), a, (size_t)al);
+        memcpy((char *)PyUnicode_DATA(v) + al, b, (size_t)bl);
+    }
+    return v;
+}
+
+PyDoc_STRVAR(numbered_doc,
+"numbered(prefix, values) -> list[str]\n\n"
+"f'{prefix}{v}' for each v of an int64 array: job names ('job' + id).");
+
+static PyObject *countsim_numbered(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *prefix, *o_values;
+    if (!PyArg_ParseTuple(args, "UO", &prefix, &o_values))
+        return NULL;
+    Py_buffer b;
+    if (get_buffer(o_values, &b, "values", 'q', -1))
+        return NULL;
+    const int64_t *v = b.buf;
+    Py_ssize_t n = b.len / 8, pl;
+    const char *p = PyUnicode_AsUTF8AndSize(prefix, &pl);
+    int ascii = PyUnicode_IS_ASCII(prefix);
+    PyObject *out = p ? PyList_New(n) : NULL;
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        char tmp[24], *end = tmp + sizeof tmp, *d = end;
+        unsigned long long u = v[i] < 0 ? 0ULL - (unsigned long long)v[i] : (unsigned long long)v[i];
+        do {
+            *--d = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (v[i] < 0)
+            *--d = '-';
+        PyObject *s;
+        if (ascii) {
+            s = ascii_join(p, pl, d, end - d);
+        } else {
+            PyObject *num = PyUnicode_FromStringAndSize(d, end - d);
+            s = num ? PyUnicode_Concat(prefix, num) : NULL;
+            Py_XDECREF(num);
+        }
+        if (!s) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, s);
+    }
+    PyBuffer_Release(&b);
+    return out;
+}
+
+PyDoc_STRVAR(suffixed_doc,
+"suffixed(items, suffix) -> list[str]\n\n"
+"item + suffix for each str of the list, '' left as it is: a job's gpu_index from\n"
+"its hostlist ('n[1-4]' + ':0').");
+
+static PyObject *countsim_suffixed(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *items, *suffix;
+    if (!PyArg_ParseTuple(args, "O!U", &PyList_Type, &items, &suffix))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items), sl;
+    const char *sp = PyUnicode_AsUTF8AndSize(suffix, &sl);
+    int ascii = PyUnicode_IS_ASCII(suffix);
+    PyObject *out = sp ? PyList_New(n) : NULL;
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i), *s = NULL;
+        if (!PyUnicode_Check(item))
+            PyErr_Format(PyExc_TypeError, "items[%zd]: want a str", i);
+        else if (PyUnicode_GET_LENGTH(item) == 0)
+            s = Py_NewRef(item);
+        else if (ascii && PyUnicode_IS_ASCII(item))
+            s = ascii_join(PyUnicode_DATA(item), PyUnicode_GET_LENGTH(item), sp, sl);
+        else
+            s = PyUnicode_Concat(item, suffix);
+        if (!s) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, s);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run", countsim_run, METH_VARARGS, run_doc},
     {"parse_swf", countsim_parse_swf, METH_VARARGS, parse_swf_doc},
@@ -1628,6 +1743,8 @@ static PyMethodDef methods[] = {
     {"hostlists", countsim_hostlists, METH_VARARGS, hostlists_doc},
     {"svg_path", countsim_svg_path, METH_VARARGS, svg_path_doc},
     {"occupancy", countsim_occupancy, METH_VARARGS, occupancy_doc},
+    {"numbered", countsim_numbered, METH_VARARGS, numbered_doc},
+    {"suffixed", countsim_suffixed, METH_VARARGS, suffixed_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1640,7 +1757,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__countsim(void) {
     PyObject *m = PyModule_Create(&module);
     /* occupancy() takes a one-entry gpus array as every entry's (older builds: not) */
-    if (m && PyModule_AddIntConstant(m, "OCCUPANCY_ONE_GPUS", 1) < 0) {
+    /* csv_rows() takes a write callable (older builds: not) */
+    if (m && (PyModule_AddIntConstant(m, "OCCUPANCY_ONE_GPUS", 1) < 0 ||
+              PyModule_AddIntConstant(m, "CSV_ROWS_WRITE", 1) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

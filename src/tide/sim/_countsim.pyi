@@ -1,6 +1,7 @@
 """Types of the C kernel (src/tide/sim/_countsim.c); see tide.sim.count_fast."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, overload
 
 from _typeshed import ReadableBuffer
 
@@ -29,10 +30,22 @@ def join_groups(items: list[str], index: Any, bounds: Any, sep: str, /) -> list[
 def group_dicts(
     bounds: Any, keys: Any, values: Any, names: list[str], /
 ) -> list[dict[str, int]]: ...
+@overload
 def csv_rows(columns: tuple[Any, ...], kinds: str, special: str, decimals: int, /) -> bytes: ...
+@overload
+def csv_rows(
+    columns: tuple[Any, ...],
+    kinds: str,
+    special: str,
+    decimals: int,
+    write: Callable[[bytes], object],
+    /,
+) -> None: ...
 def hostlists(
     flat: Any, bounds: Any, nums: Any, digits: list[str], names: list[str], head: str, tail: str, /
 ) -> list[str]: ...
+def numbered(prefix: str, values: Any, /) -> list[str]: ...
+def suffixed(items: list[str], suffix: str, /) -> list[str]: ...
 def svg_path(x: Any, y: Any, move: Any, /) -> str: ...
 def occupancy(
     bounds: Any, node: Any, gpus: Any, row_of_node: Any, start: Any, end: Any, by_start: Any,
@@ -40,3 +53,4 @@ def occupancy(
 ) -> bytes: ...
 
 OCCUPANCY_ONE_GPUS: int
+CSV_ROWS_WRITE: int

@@ -26,7 +26,7 @@ from tide.model import JobState
 from tide.model.sched_config import BackfillMode, QueueOrder, SchedulerConfig
 from tide.sched.index import ClusterIndex
 from tide.sim.count_driver import PLOT_PERIOD, nodes_needed
-from tide.sim.fastswf import SwfWorkload
+from tide.sim.fastswf import Coded, SwfWorkload
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.table import Placement, ResultTable, RowsOrColumns, Timeline
 from tide.sim.workload.base import SimJob
@@ -59,6 +59,7 @@ class CountInput:
     user: list[str]
     account: list[str]  # sim.account or request.account or "root"
     qos: list[str]  # request.qos or "normal"
+    account_codes: Coded | None = None  # `account` as codes, when the reader has them
 
 
 class CountRun(RowsOrColumns):
@@ -110,16 +111,18 @@ def _from_swf(wl: SwfWorkload, ix: ClusterIndex) -> CountInput:
     procs, inverse = np.unique(cols.procs, return_inverse=True)
     need = [nodes_needed(_request(p, wl.swf_info, 1, "", ""), ix) for p in procs.tolist()]
     n = len(cols)
+    accounts = cols.account_codes()
     return CountInput(
         id=cols.id,
         submit=cols.submit,
         duration=cols.run,
         time_limit=cols.limit.astype(np.float64),
         need=np.asarray(need, dtype=np.int64)[inverse.reshape(-1)] if n else cols.procs,
-        name=[f"job{i}" for i in cols.id.tolist()],
+        name=_numbered("job", cols.id),
         user=cols.users(),
-        account=cols.accounts(),
+        account=accounts.labels(),
         qos=["normal"] * n,
+        account_codes=accounts,
     )
 
 
@@ -133,9 +136,7 @@ def simulate(
     if n > 1 and bool((ids[1:] == ids[:-1]).any()):
         return None  # CountDriver keys its state by job id
     gpn = int(ix.gpus[0])
-    index: dict[str, int] = {}
-    acct = np.array([index.setdefault(a, len(index)) for a in inp.account], dtype=np.int64)
-    names = list(index)
+    acct, names = _account_codes(inp)
     # CountJob.limit is float(time_limit or 0); the run ends at min(duration, time_limit or inf)
     tl = inp.time_limit
     plan = np.where(tl != 0, tl, 0.0)
@@ -161,6 +162,16 @@ def simulate(
         events=int(out["events"]),
         cycles=int(out["cycles"]),
     )
+
+
+def _account_codes(inp: CountInput) -> tuple[np.ndarray, list[str]]:
+    """Each job's account index and the accounts, in order of first appearance."""
+    coded = inp.account_codes
+    if coded is not None:
+        return np.ascontiguousarray(coded.codes, dtype=np.int64), coded.names
+    index: dict[str, int] = {}
+    acct = np.array([index.setdefault(a, len(index)) for a in inp.account], dtype=np.int64)
+    return acct, list(index)
 
 
 @contextmanager
@@ -270,8 +281,22 @@ def node_strings(
     bounds when the caller has them already (big logs: one copy, not two)."""
     nodelist = _nodelists(names, ids, need, started, held)
     rng = "0" if gpn == 1 else f"0-{gpn - 1}"
-    gpu_index = [f"{nl}:{rng}" if nl else "" for nl in nodelist] if gpn else [""] * len(need)
+    gpu_index = _suffixed(nodelist, f":{rng}") if gpn else [""] * len(need)
     return nodelist, gpu_index
+
+
+def _numbered(prefix: str, values: np.ndarray) -> list[str]:
+    """f"{prefix}{v}" for every value (in C when the kernel has it: one str each)."""
+    if hasattr(_countsim, "numbered"):  # builds before it lack it
+        return _countsim.numbered(prefix, np.ascontiguousarray(values, dtype=np.int64))
+    return [f"{prefix}{v}" for v in values.tolist()]
+
+
+def _suffixed(items: list[str], suffix: str) -> list[str]:
+    """item + suffix for every item but "" (which stays "")."""
+    if hasattr(_countsim, "suffixed"):
+        return _countsim.suffixed(items, suffix)
+    return [f"{x}{suffix}" if x else "" for x in items]
 
 
 def _nodelists(

@@ -58,17 +58,37 @@ class SwfColumns:
         return len(self.id)
 
     def users(self) -> list[str]:
-        return _labels(self.uid, "u")
+        return coded(self.uid, "u").labels()
 
     def accounts(self) -> list[str]:
-        return _labels(self.gid, "g")
+        return self.account_codes().labels()
+
+    def account_codes(self) -> Coded:
+        return coded(self.gid, "g")
 
 
-def _labels(values: np.ndarray, prefix: str) -> list[str]:
-    """f"{prefix}{v}" for v >= 0, else "unknown" (as swf._to_job), one string per value."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    names = [f"{prefix}{v}" if v >= 0 else "unknown" for v in uniq.tolist()]
-    return [names[k] for k in inv.tolist()]
+@dataclass(slots=True)
+class Coded:
+    """A column of labels as codes: entry k is names[codes[k]]; names in order of
+    first appearance (as a dict filled entry by entry would hold them)."""
+
+    codes: np.ndarray  # int64
+    names: list[str]
+
+    def labels(self) -> list[str]:
+        return list(map(self.names.__getitem__, self.codes.tolist()))
+
+
+def coded(values: np.ndarray, prefix: str) -> Coded:
+    """f"{prefix}{v}" for v >= 0, else "unknown" (as swf._to_job), as codes: one
+    label per distinct value, not one string per entry."""
+    uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    labels = [f"{prefix}{v}" if v >= 0 else "unknown" for v in uniq.tolist()]
+    index: dict[str, int] = {}  # several negative values share "unknown"
+    code = np.empty(len(uniq), dtype=np.int64)
+    for u in np.argsort(first, kind="stable").tolist():
+        code[u] = index.setdefault(labels[u], len(index))
+    return Coded(code[inv.reshape(-1)], list(index))
 
 
 class SwfWorkload(Workload):
@@ -383,4 +403,4 @@ def _lenient(f: np.ndarray, max_procs: int | None, tally: _Tally) -> np.ndarray:
     return alive
 
 
-__all__ = ["SwfColumns", "SwfWorkload", "WorkloadError", "read_swf_fast"]
+__all__ = ["Coded", "SwfColumns", "SwfWorkload", "WorkloadError", "coded", "read_swf_fast"]
