@@ -306,3 +306,16 @@ def test_numbered_and_suffixed_as_f_strings() -> None:
         assert _countsim.suffixed(items, suffix) == [f"{x}{suffix}" if x else "" for x in items]
     with pytest.raises(TypeError):
         _countsim.suffixed(["a", 3], ":0")  # type: ignore[list-item]
+
+
+def test_keep_heap_on_glibc() -> None:
+    """keep_heap() sets glibc's thresholds (True there), in a process of its own:
+    it changes the allocator for the rest of the process."""
+    import platform
+    import subprocess
+    import sys
+
+    code = "from tide.sim import _countsim; print(_countsim.keep_heap())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()  # fmt: skip
+    assert out == str(platform.libc_ver()[0] == "glibc")

@@ -31,6 +31,7 @@ def main() -> None:
     if word == "sim" and rest[:1] == ["run"]:
         # as tide.cli.main does for `tide sim`: the twin never calls BLAS
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        _keep_heap()
         from tide.cli.sim_fast import main as sim_run
 
         code = sim_run(rest[1:])
@@ -39,6 +40,20 @@ def main() -> None:
     from tide.cli.main import app
 
     app()
+
+
+def _keep_heap() -> None:
+    """A replay allocates and frees arrays of 0.1-10 MB one after another; glibc
+    maps each afresh and the kernel faults and zeroes its pages every time (a
+    fifth of an SDSC-SP2 replay's CPU). Kept in the heap, freed blocks are reused.
+    Only for this one-shot process (the C kernel sets it; without it, nothing)."""
+    try:
+        from tide.sim import _countsim
+    except ImportError:
+        return
+    keep = getattr(_countsim, "keep_heap", None)  # builds before it lack it
+    if keep is not None:
+        keep()
 
 
 def _exit_now(code: int) -> None:

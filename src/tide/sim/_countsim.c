@@ -26,6 +26,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h> /* mallopt: keep_heap() */
+#endif
 
 enum { SUBMIT = 0, END = 3, BACKFILL = 5 }; /* count_driver's event kinds */
 enum { MODE_NONE = 0, MODE_EASY = 1, MODE_CONSERVATIVE = 2 };
@@ -1733,6 +1736,27 @@ static PyObject *countsim_suffixed(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* -- the allocator, for a one-shot replay process ----------------------------------- */
+
+PyDoc_STRVAR(keep_heap_doc,
+"keep_heap() -> bool\n\n"
+"glibc: blocks up to 32 MiB come from the heap instead of fresh mmaps, and freed\n"
+"memory stays in the process (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD). A whole\n"
+"replay allocates and frees many arrays of 0.1-10 MB: each fresh mmap is paged\n"
+"in (faulted and zeroed) again. False where the allocator is not glibc's.");
+
+static PyObject *countsim_keep_heap(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+    int ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+    ok = ok && mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+    return PyBool_FromLong(ok);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"run", countsim_run, METH_VARARGS, run_doc},
     {"parse_swf", countsim_parse_swf, METH_VARARGS, parse_swf_doc},
@@ -1745,6 +1769,7 @@ static PyMethodDef methods[] = {
     {"occupancy", countsim_occupancy, METH_VARARGS, occupancy_doc},
     {"numbered", countsim_numbered, METH_VARARGS, numbered_doc},
     {"suffixed", countsim_suffixed, METH_VARARGS, suffixed_doc},
+    {"keep_heap", countsim_keep_heap, METH_NOARGS, keep_heap_doc},
     {NULL, NULL, 0, NULL},
 };
 
