@@ -40,6 +40,7 @@ from tide.sched.deps import DepState, DepWorld, evaluate
 from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.fairshare import fair_tree_factors
 from tide.sched.index import ClusterIndex
+from tide.sched.kept_order import KeptOrder
 from tide.sched.limits import LimitChecker, RunningGroups
 from tide.sched.placement import Free, select_nodes
 from tide.sched.plan import Plan
@@ -120,6 +121,7 @@ class CycleMemo:
         self._prio_shared: tuple | None = None  # `priorities`: what the kept rows share
         self._prio: dict[int, tuple] = {}
         self._fair_share: dict[str, float] | None = None  # with `_prio`
+        self.order = KeptOrder()  # the pending jobs sorted by `_prio`: kept with it
         self.running = RunningGroups()  # the running jobs the limits count
         self._least: tuple[float, float] = (INF, INF)
         self._states: list[object] = []  # `schedulable`: node states it was computed for
@@ -177,7 +179,8 @@ class CycleMemo:
         """Job id -> (its priority key, priority, tier), kept while what every
         job's priority shares is the same: the time ages are measured to, the
         fair-share usage (by identity: drivers give a new mapping when it
-        changes), the accounts and their version, the config and the cluster."""
+        changes), the accounts and their version, the config and the cluster.
+        The kept order (`order`) goes with them."""
         shared = (at, snap.usage, snap.accounts, snap.accounts.version, snap.config, snap.cluster)
         kept = self._prio_shared
         if (
@@ -186,6 +189,7 @@ class CycleMemo:
             or any(a is not b and a != b for a, b in zip(kept, shared, strict=True))
         ):
             self._prio_shared, self._prio, self._fair_share = shared, {}, None
+            self.order.clear()
         elif len(self._prio) > 2 * len(snap.pending) + 1024:
             alive = {j.id for j in snap.pending}
             self._prio = {k: v for k, v in self._prio.items() if k in alive}

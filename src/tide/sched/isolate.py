@@ -54,6 +54,8 @@ def schedule_isolating(
     except Exception:
         if not snap.pending:
             raise
+    # other pending lists than the driver's: what it says changed is not known
+    snap = replace(snap, pending_delta=None)
     schedule(replace(snap, pending=[]))  # raises if no pending job is at fault
     kept, faults = _partition(schedule, snap)
     return schedule(replace(snap, pending=kept)), tuple(faults)

@@ -21,6 +21,7 @@ state and the order of the phases); policies compose them.
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import attrgetter
 
 import numpy as np
 
@@ -31,12 +32,13 @@ from tide.sched.cycle import Cycle, add_reservation_holds, context, ready
 from tide.sched.eligibility import JobContext, quick_reason
 from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
 from tide.sched.plan import INF, Plan
-from tide.sched.priority import compute_priorities, priority_order
+from tide.sched.priority import compute_priorities, order_tops, priority_order
 from tide.sched.quota import share_with
 from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
 _PRIORITY = PendingInfo(Reason.PRIORITY)
+_ID, _SUBMIT = attrgetter("id"), attrgetter("submit")
 
 
 # --- 2. priority ---------------------------------------------------------------
@@ -57,6 +59,64 @@ def priorities(cyc: Cycle) -> list[int]:
         )
     at = snap.now if snap.priority_time is None else snap.priority_time
     kept = cyc.memo.priorities(snap, at)
+    order = _kept_order(cyc, kept, at)
+    if order is None:
+        order = _sorted_order(cyc, kept, at)
+    if not snap.starts_only:  # the driver reads them (the live server shows them)
+        cyc.decisions.priorities = {j.id: kept[j.id][1] for j in jobs}
+    return order
+
+
+def _sorted_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> list[int]:
+    """Every pending job's priority checked against the memo, and all sorted;
+    the memo's kept order is reset to it when the driver tracks changes."""
+    jobs = cyc.snap.pending
+    _rekey(cyc, jobs, kept, at)
+    n = len(jobs)
+    total = np.fromiter((kept[j.id][1] for j in jobs), np.float64, n)
+    tier = np.fromiter((kept[j.id][2] for j in jobs), np.int64, n)
+    ids = np.fromiter(map(_ID, jobs), np.int64, n)
+    submit = np.fromiter(map(_SUBMIT, jobs), np.float64, n)
+    order = priority_order(tier, total, submit, ids)
+    delta, memo_order = cyc.snap.pending_delta, cyc.memo.order
+    if delta is None:
+        memo_order.clear()
+    else:
+        tops = order_tops(tier, total)[order].tolist()
+        memo_order.reset(list(zip(tops, submit[order].tolist(), ids[order].tolist(), strict=True)))
+        memo_order.gen = delta.gen
+    return order.tolist()
+
+
+def _kept_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> list[int] | None:
+    """The memo's kept order updated with the jobs gone and those the driver
+    says changed (Snapshot.pending_delta): the cost follows the changes, not
+    the queue. None when it cannot be used (no delta, or not the one that
+    follows the kept order, or the kept jobs are not the pending ones)."""
+    delta, memo_order = cyc.snap.pending_delta, cyc.memo.order
+    if delta is None or memo_order.gen is None or memo_order.gen != delta.since:
+        return None
+    memo_order.gen = None  # until updated whole
+    jobs = cyc.snap.pending
+    index = dict(zip(map(_ID, jobs), range(len(jobs)), strict=True))
+    for jid in memo_order.live() - index.keys():
+        memo_order.remove(jid)
+    changed = [jobs[index[i]] for i in sorted(delta.changed) if i in index]
+    _rekey(cyc, changed, kept, at)
+    n = len(changed)
+    total = np.fromiter((kept[j.id][1] for j in changed), np.float64, n)
+    tier = np.fromiter((kept[j.id][2] for j in changed), np.int64, n)
+    for job, top in zip(changed, order_tops(tier, total).tolist(), strict=True):
+        memo_order.put((top, job.submit, job.id))
+    if len(memo_order) != len(jobs):  # a pending job it never saw: not tracked
+        return None
+    memo_order.gen = delta.gen
+    return list(map(index.__getitem__, memo_order.ids))
+
+
+def _rekey(cyc: Cycle, jobs: list[Job], kept: dict[int, tuple], at: float) -> None:
+    """The priorities of those `jobs` whose key is not the one kept."""
+    snap, cfg = cyc.snap, cyc.snap.config
     rows = [(j, k, kept.get(j.id)) for j, k in zip(jobs, map(_priority_key, jobs), strict=True)]
     new = [j for j, k, row in rows if row is None or row[0] != k]
     if new:  # a job's priority depends on itself and on what the memo keys on, only
@@ -65,13 +125,6 @@ def priorities(cyc: Cycle) -> list[int]:
         res = compute_priorities(new, snap.cluster, cfg, snap.accounts, fs, at, part)  # type: ignore[arg-type]
         for j, total, tier in zip(new, res.total.tolist(), res.tier.tolist(), strict=True):
             kept[j.id] = (_priority_key(j), total, tier)
-    n = len(jobs)
-    total = np.fromiter((kept[j.id][1] for j in jobs), np.float64, n)
-    tier = np.fromiter((kept[j.id][2] for j in jobs), np.int64, n)
-    ids = np.fromiter((j.id for j in jobs), np.int64, n)
-    submit = np.fromiter((j.submit for j in jobs), np.float64, n)
-    cyc.decisions.priorities = dict(zip(ids.tolist(), total.tolist(), strict=True))
-    return priority_order(tier, total, submit, ids).tolist()
 
 
 def _priority_key(job: Job) -> tuple:
@@ -102,7 +155,9 @@ def main_pass(cyc: Cycle, order: list[int]) -> None:
     for k, i in enumerate(order):
         if every and every <= blocked:
             # every partition waits behind a blocked job: nothing else can start now
-            _behind(cyc, [pending[j] for j in order[k:]])
+            # (their reasons: only for a driver that reads them, Snapshot.starts_only)
+            if not cyc.snap.starts_only:
+                _behind(cyc, [pending[j] for j in order[k:]])
             break
         job = pending[i]
         if job.array_job_id is not None and cyc.snap.config.array_tasks_by_backfill:

@@ -104,9 +104,13 @@ def priority_order(
     tier: np.ndarray, total: np.ndarray, submit: np.ndarray, job_ids: np.ndarray
 ) -> np.ndarray:
     """Indices in the order Slurm evaluates jobs (see `sort_key`)."""
-    # tier and priority folded into one int64 key (tiers are small ints)
-    top = (-tier).astype(np.int64) * 2**33 + (MAX_PRIORITY - total).astype(np.int64)
-    return np.lexsort((job_ids, submit, top))
+    return np.lexsort((job_ids, submit, order_tops(tier, total)))
+
+
+def order_tops(tier: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Tier and priority folded into one int64 key, ascending in evaluation
+    order (tiers are small ints); `priority_order` sorts by it first."""
+    return (-tier).astype(np.int64) * 2**33 + (MAX_PRIORITY - total).astype(np.int64)
 
 
 def sort_key(

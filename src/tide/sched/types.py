@@ -98,6 +98,20 @@ class Running:
     end: float  # start + time limit: the plan trusts limits
 
 
+@dataclass(slots=True, frozen=True)
+class PendingDelta:
+    """What a driver that keeps its Job objects between cycles (the twin) says
+    changed in its queue since its snapshot `since`: the ids of the pending
+    jobs it added (again) or changed in place since then (a field a priority
+    reads: eligible, request, hold, ...). Every other pending job is the same
+    object, unchanged. `gen` names this snapshot (unique: a later delta's
+    `since`); the core then updates what it kept, else recomputes it all."""
+
+    since: int
+    gen: int
+    changed: frozenset[int]
+
+
 @dataclass(slots=True)
 class Snapshot:
     cluster: Cluster
@@ -146,6 +160,10 @@ class Snapshot:
     # pending job's reason and planned start (the twin): backfill may stop once
     # no job left can start now (tide.sched.passes)
     starts_only: bool = False
+    # the pending jobs added or changed since the driver's last snapshot (the
+    # twin; PendingDelta); None: not known (the live server builds fresh jobs),
+    # the core compares every pending job with what it kept
+    pending_delta: PendingDelta | None = None
 
 
 @dataclass(slots=True, frozen=True)

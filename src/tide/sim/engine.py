@@ -65,6 +65,7 @@ from tide.sim.events import (
 )
 from tide.sim.metrics import JobResult, Sample
 from tide.sim.outputs import node_indices
+from tide.sim.pending import PendingJobs
 from tide.sim.progress import ProgressFn
 from tide.sim.table import ResultTable, RowsOrColumns, Timeline
 from tide.sim.training import Ledger
@@ -122,7 +123,8 @@ class Engine:
         self.ix = self.index or build_index(self.cluster)
         self.policy: Policy = policy_for(self.config, self.ix, self.policy_name)
         self.usage = Usage.empty(self.ix)
-        self.pending: dict[int, Job] = {}
+        self._queue = PendingJobs()  # the same dict: it also says what changed
+        self.pending: dict[int, Job] = self._queue
         self.sims: dict[int, SimJob] = {}
         self.active = ActiveJobs()
         self.results: dict[int, JobResult] = {}  # jobs submitted and not yet finished
@@ -563,6 +565,7 @@ class Engine:
             main_pass=self._by_event or not backfill,
             quotas=self.quotas,
             starts_only=self.starts_only,
+            pending_delta=self._queue.delta(),
         )
         decisions, faulty = schedule_isolating(lambda s: self.policy.schedule(s, self.usage), snap)
         for f in faulty:
@@ -679,6 +682,7 @@ class Engine:
             self._version += 1
         for jid, t in d.eligible.items():
             self.pending[jid].eligible = t
+            self._queue.touch(jid)
             self.results[jid].eligible = t
         for jid, meta in d.meta.items():  # policy bookkeeping kept with the job
             job = self.pending.get(jid)
