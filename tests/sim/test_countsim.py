@@ -112,6 +112,29 @@ def test_random_workloads_same_as_python(
     assert_same(c_run(jobs, ix, cfg), python_run(jobs, ix, cfg))
 
 
+@pytest.mark.parametrize("nodes", [63, 64, 65, 4097, 5000])
+def test_wide_clusters_same_as_python(nodes: int) -> None:
+    """The free node ids across word and summary-word bounds (the C kernel keeps
+    them as a two-level bitmap, the Python driver as a heap): jobs of up to all
+    nodes, ending out of start order, so low ids come back while high ones are held."""
+    import random
+
+    rng = random.Random(nodes)
+    jobs, t = [], 0.0
+    for k in range(1, 160):
+        t += rng.choice([0, 1, 5, 40])
+        need = rng.choice([1, 2, 3, 63, 64, 65, nodes // 3, nodes // 2, nodes])
+        limit = rng.choice([10, 100, 1000])
+        req = JobRequest(name=f"j{k}", nodes_min=need, nodes_max=need, gpus_per_node=1,
+                         time_limit=limit, account="a")  # fmt: skip
+        jobs.append(SimJob(id=k, submit=t, duration=float(rng.randint(1, limit)), request=req,
+                           user="u", account="a"))  # fmt: skip
+    ix = build_index(flat_cluster(nodes, gpus=1))
+    for backfill in ("easy", "conservative"):
+        cfg = config(backfill, "fcfs", 0)
+        assert_same(c_run(jobs, ix, cfg), python_run(jobs, ix, cfg))
+
+
 def test_hand_case_easy_backfill() -> None:
     """3 nodes: job 1 holds 2 until 100, job 2 (3 nodes) waits for it, job 3
     (1 node, 50 s) backfills at once, job 4 (1 node, 500 s) does not (it would

@@ -122,37 +122,49 @@ static Event ev_pop(EvHeap *h) {
     return top;
 }
 
-/* -- free node ids: a min-heap, as heapq on ints ------------------------------- */
+/* -- free node ids: the lowest first, as heapq's pops give them ------------------ */
 
-static void id_push(int32_t *h, int64_t *len, int32_t v) {
-    int64_t i = (*len)++;
-    while (i > 0) {
-        int64_t up = (i - 1) / 2;
-        if (h[up] <= v)
-            break;
-        h[i] = h[up];
-        i = up;
+/* A two-level bitmap: bit v of word[v / 64] is set while node v is free, and bit w
+ * of summary[w / 64] while word[w] has any. Taking the lowest id reads a few words
+ * (a heap took log2(nodes) steps per id: most of start_job's time); the ids come
+ * out in the heap's order, lowest first, so every allocation is the same. */
+typedef struct {
+    uint64_t *word, *summary;
+    int64_t lo; /* no summary word below this has a bit set */
+} IdSet;
+
+static inline int ctz64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int n = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        n++;
     }
-    h[i] = v;
+    return n;
+#endif
 }
 
-static int32_t id_pop(int32_t *h, int64_t *len) {
-    int32_t top = h[0], last = h[--(*len)];
-    int64_t i = 0, n = *len;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= last)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (n)
-        h[i] = last;
-    return top;
+static inline void id_add(IdSet *f, int32_t v) {
+    int64_t w = v >> 6;
+    f->word[w] |= 1ULL << (v & 63);
+    f->summary[w >> 6] |= 1ULL << (w & 63);
+    if ((w >> 6) < f->lo)
+        f->lo = w >> 6;
+}
+
+/* the lowest free id (the set is not empty: the caller counts free nodes) */
+static inline int32_t id_take(IdSet *f) {
+    while (!f->summary[f->lo])
+        f->lo++;
+    int64_t w = (f->lo << 6) + ctz64(f->summary[f->lo]);
+    uint64_t bits = f->word[w];
+    int32_t v = (int32_t)((w << 6) + ctz64(bits));
+    f->word[w] = bits & (bits - 1);
+    if (!f->word[w])
+        f->summary[f->lo] &= ~(1ULL << (w & 63));
+    return v;
 }
 
 /* -- the simulation state ------------------------------------------------------- */
@@ -169,8 +181,7 @@ typedef struct {
 
     /* CountBackend */
     int64_t free;
-    int32_t *free_ids;
-    int64_t n_free_ids;
+    IdSet free_ids;
     double *r_end; /* running_ends, sorted by end (order within a tie is irrelevant) */
     int64_t *r_job;
     Py_ssize_t r_len;
@@ -272,7 +283,7 @@ static void backend_end(Sim *s, int64_t j) {
     s->r_len--;
     s->free += s->need[j];
     for (int64_t k = 0; k < s->need[j]; k++)
-        id_push(s->free_ids, &s->n_free_ids, s->ids[s->off[j] + k]);
+        id_add(&s->free_ids, s->ids[s->off[j] + k]);
 }
 
 /* CountBackend._retire */
@@ -286,7 +297,7 @@ static int start_job(Sim *s, int64_t j, double now) {
     int64_t need = s->need[j];
     /* the lowest free ids, already sorted as they leave the heap */
     for (int64_t k = 0; k < need; k++)
-        s->ids[s->off[j] + k] = id_pop(s->free_ids, &s->n_free_ids);
+        s->ids[s->off[j] + k] = id_take(&s->free_ids);
     s->free -= need;
     double end = now + s->limit[j];
     s->in_backend[j] = 1;
@@ -573,7 +584,8 @@ static PyObject *bytes_of(const void *p, size_t len) {
 }
 
 static void sim_free(Sim *s) {
-    free(s->free_ids);
+    free(s->free_ids.word);
+    free(s->free_ids.summary);
     free(s->r_end);
     free(s->r_job);
     free(s->in_backend);
@@ -599,7 +611,9 @@ static void sim_free(Sim *s) {
 
 static int sim_alloc(Sim *s) {
     size_t n = (size_t)s->n + 1, a = (size_t)s->n_acct + 1, nodes = (size_t)s->nodes + 1;
-    s->free_ids = malloc(nodes * sizeof(int32_t));
+    size_t words = nodes / 64 + 1;
+    s->free_ids.word = calloc(words, sizeof(uint64_t));
+    s->free_ids.summary = calloc(words / 64 + 1, sizeof(uint64_t));
     s->r_end = malloc(n * sizeof(double));
     s->r_job = malloc(n * sizeof(int64_t));
     s->in_backend = calloc(n, 1);
@@ -615,7 +629,7 @@ static int sim_alloc(Sim *s) {
     s->by_account = calloc(a, sizeof(int64_t));
     s->acct_order = malloc(a * sizeof(int64_t));
     s->acct_seen = calloc(a, 1);
-    if (!s->free_ids || !s->r_end || !s->r_job || !s->in_backend || !s->plan_end || !s->q || !s->arrival ||
+    if (!s->free_ids.word || !s->free_ids.summary || !s->r_end || !s->r_job || !s->in_backend || !s->plan_end || !s->q || !s->arrival ||
         !s->p_times || !s->p_free || !s->floor || !s->start || !s->acct_seconds || !s->off ||
         !s->by_account || !s->acct_order || !s->acct_seen)
         return -1;
@@ -631,8 +645,8 @@ static int sim_alloc(Sim *s) {
     for (int64_t k = 0; k < total; k++)
         s->ids[k] = -1;
     for (int64_t i = 0; i < s->nodes; i++)
-        s->free_ids[i] = (int32_t)i; /* list(range(nodes)) is a heap already */
-    s->n_free_ids = s->nodes;
+        id_add(&s->free_ids, (int32_t)i);
+    s->free_ids.lo = 0;
     s->free = s->nodes;
     s->plot_t = -INFINITY;
     return 0;
