@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
 # tide and the twin's dependencies (numpy, pydantic, PyYAML, Typer, Rich); pip builds the C kernel
-$(DEMO_STAMP): pyproject.toml setup.py src/tide/sim/_countsim.c | $(BIN)/python
+$(DEMO_STAMP): pyproject.toml setup.py src/tide/sim/_countsim.c src/tide/sched/_plan.c | $(BIN)/python
 	@echo "[install 1/1] tide and the twin's dependencies into $(VENV)"
 	$(PIP) install -e .
 	touch $@

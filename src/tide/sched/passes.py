@@ -30,10 +30,11 @@ from tide.model.sched_config import QueueOrder
 from tide.sched import preempt
 from tide.sched.cycle import Cycle, add_reservation_holds, context, ready
 from tide.sched.eligibility import JobContext, quick_reason
-from tide.sched.placement import Free, Pick, concrete, select_by_capacity, select_nodes
+from tide.sched.placement import Free, Pick, concrete, select_nodes
 from tide.sched.plan import INF, Plan
 from tide.sched.priority import compute_priorities, order_tops, priority_order
 from tide.sched.quota import share_with
+from tide.sched.reserve import earliest
 from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
@@ -548,27 +549,17 @@ def _hold_started(cyc: Cycle, plan: Plan) -> None:
 
 def _reserve(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> bool:
     """Find the job's earliest start in the plan and hold its nodes then."""
-    shape = ctx.shape
     res = cyc.snap.config.bf_resolution
     for eligible in ctx.eligible:
-        times, ready_at = plan.reservation_candidates(
-            shape, eligible, ctx.reservation, horizon, res
-        )
-        late_first = -ready_at  # nodes free sooner stay open for backfill
-        for t in times:
-            if shape.spread:
-                free = plan.free_at(t, shape.time_limit, skip=ctx.reservation)
-                pick = select_nodes(cyc.ix, free, shape, eligible, ctx.max_leaves(t), late_first)
-            else:
-                cap = plan.fit_at(t, shape, eligible, ready_at, ctx.reservation)
-                pick = select_by_capacity(cyc.ix, cap, shape, ctx.max_leaves(t), late_first)
-            if pick is None:
-                continue
-            for p in pick.nodes:  # node-granular, like Slurm's backfill map
-                plan.hold(p.node, t, t + shape.time_limit)
-            nodes = tuple(p.node for p in pick.nodes)
-            cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES, t, nodes)
-            return True
+        found = earliest(cyc.ix, plan, ctx, eligible, horizon, res)
+        if found is None:
+            continue
+        t, nodes = found
+        end = t + ctx.shape.time_limit
+        for node in nodes:  # node-granular, like Slurm's backfill map
+            plan.hold(node, t, end)
+        cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES, t, nodes)
+        return True
     return False
 
 

@@ -1,0 +1,128 @@
+"""The C reservation (tide.sched._plan via reserve.earliest_c) finds what the
+numpy one (reserve.earliest_py) finds for every one-node fixed-shape job: the
+same start time and the same nodes, in the same order (issue 12 item 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tide.sched.eligibility import JobContext
+from tide.sched.index import ClusterIndex, build_index
+from tide.sched.plan import Plan
+from tide.sched.reserve import earliest, earliest_c, earliest_py, kernel_applies
+from tide.sched.shape import Shape
+from tide.sched.state import Usage
+from tide.sched.types import Allocation, NodeAlloc
+from tide.testing.builders import job, tree_cluster
+
+pytest.importorskip("tide.sched._plan")
+
+LEAVES = [5, 3, 7, 4]
+NODES = sum(LEAVES)
+CORES = 32  # per node (tree_cluster's default: 2 sockets x 16)
+MEM = 512_000
+
+# node, GPUs, cores, memory, end
+_run = st.tuples(
+    st.integers(0, NODES - 1), st.integers(0, 8), st.integers(0, CORES),
+    st.sampled_from([0, 100_000, 300_000]), st.integers(1, 400),
+)  # fmt: skip
+# node, start, length, whole, GPUs, cores, memory, tagged
+_hold = st.tuples(
+    st.integers(0, NODES - 1), st.integers(0, 400), st.integers(1, 300), st.booleans(),
+    st.integers(0, 8), st.integers(0, CORES), st.sampled_from([0, 200_000]), st.booleans(),
+)  # fmt: skip
+
+
+def _plan(ix: ClusterIndex, runs: list, holds: list, now: float) -> Plan:
+    usage = Usage.empty(ix)
+    running = []
+    for k, (node, g, c, m, end) in enumerate(runs):
+        if usage.free_gpus[node] >= g and usage.free_cores[node] >= c and usage.free_mem[node] >= m:
+            first = 8 - int(usage.free_gpus[node])
+            alloc = Allocation(k, (NodeAlloc(node, tuple(range(first, first + g)),
+                                             tuple(range(c)), m),))  # fmt: skip
+            usage.free_gpus[node] -= g
+            usage.free_cores[node] -= c
+            usage.free_mem[node] -= m
+            running.append((alloc, float(end)))
+    plan = Plan.build(ix, usage, running, now)
+    for node, start, length, whole, g, c, m, tagged in holds:
+        end = float(start + length)
+        plan.hold(node, float(start), end, g, c, m, whole, "resv" if tagged else "")
+    return plan
+
+
+def _context(shape: Shape, eligible: np.ndarray) -> JobContext:
+    return JobContext(job(1, nodes=1), [], [eligible], shape)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_run, max_size=40),
+    st.lists(_hold, max_size=14),
+    st.tuples(st.integers(0, 2), st.integers(0, 8), st.integers(0, 40)),  # extra nodes, GPUs, CPUs
+    st.sampled_from([0, 100_000, 400_000]),
+    st.booleans(),
+    st.integers(1, 500),
+    st.sampled_from([1, 7, 60]),
+    st.integers(0, 2**NODES - 1),
+    st.sampled_from([0.0, 30.0]),
+    st.sampled_from([None, "resv"]),
+    st.lists(st.integers(0, 2), min_size=NODES, max_size=NODES),
+    st.sampled_from([150.0, 1000.0, math.inf]),
+)
+def test_kernel_equals_numpy(  # type: ignore[no-untyped-def]
+    runs, holds, sizes, mem, exclusive, limit, res, mask, now, skip, weights, horizon
+) -> None:
+    extra, gpus, cpus = sizes
+    ix = build_index(tree_cluster(LEAVES, gpus=8))
+    ix.weight[:] = weights  # Weight orders the nodes inside a leaf first
+    plan = _plan(ix, runs, holds, now)
+    eligible = np.array([mask >> i & 1 for i in range(NODES)], dtype=bool)
+    shape = Shape(1, 1 + extra, gpus, gpus, False, cpus, 0, mem, 0, exclusive, "", False, limit)
+    ctx = JobContext(job(1, nodes=1), [], [eligible], shape, reservation=skip)
+    assert kernel_applies(plan, ctx)
+    got = earliest_c(ix, plan, shape, eligible, skip, horizon, res)
+    assert got == earliest_py(ix, plan, ctx, eligible, horizon, res)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from([1, 60]), st.integers(1, 3000))
+def test_kernel_keeps_the_first_raw_times_only(seed, res, limit) -> None:  # type: ignore[no-untyped-def]
+    """More raw times than plan._times keeps (4 x MAX_CANDIDATES): 270 of 300
+    nodes free up within the first rounding step and amount holds take every
+    node past it, so the candidates stop where the kept raw times stop (and
+    no reservation is found, though a later time would fit)."""
+    rng = np.random.default_rng(seed)
+    leaves = [30] * 10
+    n = sum(leaves)
+    ix = build_index(tree_cluster(leaves, gpus=8))
+    early = rng.integers(1, 60, size=n)
+    runs = [(node, 8, 1, 0, int(early[node]) if node < 270 else int(rng.integers(60, 4000)))
+            for node in range(n)]  # fmt: skip
+    holds = [(node, 0, int(rng.integers(61, 400)), False, 8, 0, 0, False) for node in range(n)]
+    plan = _plan(ix, runs, holds, 0.0)
+    eligible = np.ones(n, dtype=bool)
+    shape = Shape(1, 1, 8, 8, False, 1, 0, 0, 0, False, "", False, limit)
+    ctx = _context(shape, eligible)
+    got = earliest_c(ix, plan, shape, eligible, None, math.inf, res)
+    assert got == earliest_py(ix, plan, ctx, eligible, math.inf, res)
+    assert got is None
+
+
+def test_multi_node_jobs_take_the_numpy_path() -> None:
+    ix = build_index(tree_cluster(LEAVES, gpus=8))
+    plan = _plan(ix, [(0, 8, 0, 0, 100)], [(1, 0, 50, True, 0, 0, 0, False)], 0.0)
+    eligible = np.ones(NODES, dtype=bool)
+    shape = Shape(2, 2, 8, 16, False, 1, 0, 0, 0, False, "", False, 100)
+    ctx = JobContext(job(1, nodes=2), [], [eligible], shape)
+    assert not kernel_applies(plan, ctx)
+    found = earliest(ix, plan, ctx, eligible, 1000.0, 1)
+    assert found == earliest_py(ix, plan, ctx, eligible, 1000.0, 1)
+    assert found is not None and len(found[1]) == 2
