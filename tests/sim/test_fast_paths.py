@@ -319,3 +319,25 @@ def test_keep_heap_on_glibc() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()  # fmt: skip
     assert out == str(platform.libc_ver()[0] == "glibc")
+
+
+def test_account_series_as_read_off_the_samples() -> None:
+    """Timeline.account_series: per account, the samples that list it (rising) and
+    its GPUs there, as read sample by sample (empty samples included)."""
+    rng = random.Random(9)
+    names = [f"a{k}" for k in range(7)]
+    samples = []
+    for k in range(400):
+        listed = rng.sample(names, rng.choice([0, 0, 1, 3, 7]))
+        samples.append(Sample(float(k), 8, 0, 1, {a: rng.randint(1, 9) for a in listed}))
+    tl = Timeline.from_samples(samples)
+    want: dict[str, tuple[list[int], list[int]]] = {}
+    for k, s in enumerate(samples):
+        for a, g in s.by_account.items():
+            want.setdefault(a, ([], []))
+            want[a][0].append(k)
+            want[a][1].append(g)
+    got = tl.account_series()
+    assert sorted(got) == sorted(want)
+    for a, (pos, gpus) in got.items():
+        assert (pos.tolist(), gpus.tolist()) == want[a]

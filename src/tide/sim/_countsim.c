@@ -1429,9 +1429,17 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
             ev[fill[pair_row[p]]++] = (OccEvent){end[j], -pair_g[p]};
     }
-    OccEvent *merged = malloc(((size_t)total + 1) * sizeof(OccEvent));
-    cum = malloc(((size_t)total + 1) * sizeof(double));
-    level = malloc(((size_t)total + 1) * sizeof(double));
+    /* one row at a time: scratch for the largest row, not for all (less memory to
+     * page in: the rows of a 128-node log hold ~10^6 events together) */
+    int64_t widest = 0;
+    for (Py_ssize_t r = 0, lo = 0; r < n_rows; r++) {
+        if (fill[r] - lo > widest)
+            widest = fill[r] - lo;
+        lo = fill[r];
+    }
+    OccEvent *merged = malloc(((size_t)widest + 1) * sizeof(OccEvent));
+    cum = malloc(((size_t)widest + 1) * sizeof(double));
+    level = malloc(((size_t)widest + 1) * sizeof(double));
     at = malloc((size_t)n_edges * sizeof(double));
     if (!merged || !cum || !level || !at) {
         free(merged);

@@ -236,7 +236,10 @@ class Timeline:
         """Per account: (indices of the samples that list it, its GPUs there)."""
         small = self.account.astype(np.int16) if len(self.names) < 2**15 else self.account
         order = np.argsort(small, kind="stable")  # a radix sort for 16-bit keys
-        sample = np.searchsorted(self.first, order, side="right") - 1
+        # each entry's sample (the k with first[k] <= i < first[k + 1]), read off a
+        # dense column: a binary search per entry in random order cost 3-7 ms
+        counts = np.diff(self.first)
+        sample = np.repeat(np.arange(len(counts), dtype=np.int64), counts)[order]
         acct = self.account[order]
         cut = np.flatnonzero(np.diff(acct)) + 1
         out = {}
