@@ -65,6 +65,7 @@ typedef struct {
     const int32_t *free_g, *free_c; /* as Usage keeps them */
     const int64_t *free_m, *rel_g, *rel_c, *rel_m;
     const int64_t *hn, *hg, *hc, *hm, *leaf_of, *weight, *cores_need;
+    const int64_t *leaf_start, *leaf_nodes; /* each leaf's nodes in index order */
     double now, duration, horizon, res;
     int64_t gpn, mem;
     int exclusive;
@@ -85,8 +86,7 @@ typedef struct {
  * past_holds' pushes: a push never passes the answer). */
 static void hold_aware(const Input *in, Scratch *s) {
     Py_ssize_t n = in->n;
-    for (Py_ssize_t i = 0; i < n; i++)
-        s->r[i] = in->ready[i];
+    memcpy(s->r, in->ready, (size_t)n * sizeof(double));
     if (!in->h)
         return;
     memset(s->first, 0, (size_t)(n + 1) * sizeof(Py_ssize_t));
@@ -149,8 +149,8 @@ static void base_at(const Input *in, Py_ssize_t i, double t, int64_t *g, int64_t
     }
 }
 
-/* plan.fit_at: s->ok per node; returns how many nodes fit. `stamp` tells this
- * test's marks from earlier ones. */
+/* plan.fit_at: s->ok and the fitting nodes per leaf; returns how many nodes
+ * fit. `stamp` tells this test's marks from earlier ones. */
 static Py_ssize_t fit_at(const Input *in, Scratch *s, double t, int64_t stamp) {
     double tend = t + in->duration;
     for (Py_ssize_t j = 0; j < in->h; j++) {
@@ -172,6 +172,7 @@ static Py_ssize_t fit_at(const Input *in, Scratch *s, double t, int64_t stamp) {
         }
     }
     Py_ssize_t count = 0;
+    memset(s->per_leaf, 0, (size_t)in->n_leaves * sizeof(int64_t));
     for (Py_ssize_t i = 0; i < in->n; i++) {
         char ok = in->eligible[i] && s->r[i] <= t && s->stamp_blk[i] != stamp;
         if (ok && s->stamp_part[i] == stamp) {
@@ -182,6 +183,7 @@ static Py_ssize_t fit_at(const Input *in, Scratch *s, double t, int64_t stamp) {
         }
         s->ok[i] = ok;
         count += ok;
+        s->per_leaf[in->leaf_of[i]] += ok;
     }
     return count;
 }
@@ -199,18 +201,14 @@ static int before(const Input *in, const Scratch *s, Py_ssize_t a, Py_ssize_t b)
 /* select_by_capacity for one node: the leaf with the fewest fitting nodes
  * (lowest index on ties), then up to `take` of its nodes in order. */
 static Py_ssize_t pick(const Input *in, Scratch *s) {
-    memset(s->per_leaf, 0, (size_t)in->n_leaves * sizeof(int64_t));
-    for (Py_ssize_t i = 0; i < in->n; i++)
-        if (s->ok[i])
-            s->per_leaf[in->leaf_of[i]]++;
     Py_ssize_t best = -1;
     for (Py_ssize_t l = 0; l < in->n_leaves; l++)
         if (s->per_leaf[l] >= 1 && (best < 0 || s->per_leaf[l] < s->per_leaf[best]))
             best = l;
     Py_ssize_t got = 0;
-    for (Py_ssize_t i = 0; i < in->n; i++)
-        if (s->ok[i] && in->leaf_of[i] == best)
-            s->picked[got++] = i;
+    for (int64_t q = in->leaf_start[best]; q < in->leaf_start[best + 1]; q++)
+        if (s->ok[in->leaf_nodes[q]])
+            s->picked[got++] = in->leaf_nodes[q];
     Py_ssize_t take = got < in->take ? got : in->take;
     for (Py_ssize_t a = 0; a < take; a++) { /* selection: `take` is small */
         Py_ssize_t m = a;
@@ -236,8 +234,16 @@ static Py_ssize_t earliest(const Input *in, Scratch *s, double *t_out) {
             if (s->r[i] < bound)
                 bound = s->r[i];
         }
-    if (!any)
+    /* the raw times are ready times >= bound and hold ends > bound, up to the
+     * horizon: none past it, else bound is the smallest, and rounding is
+     * monotone, so the first candidate is bound rounded (most jobs fit there) */
+    if (!any || !(bound <= in->horizon))
         return 0;
+    double t = round_up(in, bound);
+    if (fit_at(in, s, t, 1) > 0) {
+        *t_out = t;
+        return pick(in, s);
+    }
     Py_ssize_t nraw = 0;
     for (Py_ssize_t i = 0; i < in->n; i++)
         if (in->eligible[i] && s->r[i] >= bound && s->r[i] <= in->horizon)
@@ -250,29 +256,24 @@ static Py_ssize_t earliest(const Input *in, Scratch *s, double *t_out) {
     /* plan._times keeps the KEPT_RAW smallest raw times: the candidates are the
      * distinct rounded times up to the rounded KEPT_RAW-th smallest */
     double cap = INFINITY;
-    int capped = nraw <= KEPT_RAW;
-    double prev = -INFINITY;
-    for (int k = 0; k < MAX_CANDIDATES; k++) {
-        double t = INFINITY;
+    if (nraw > KEPT_RAW) {
+        double *tmp = malloc((size_t)nraw * sizeof(double));
+        if (!tmp)
+            return -1;
+        memcpy(tmp, s->raw, (size_t)nraw * sizeof(double));
+        qsort(tmp, (size_t)nraw, sizeof(double), cmp_double);
+        cap = round_up(in, tmp[KEPT_RAW - 1]);
+        free(tmp);
+    }
+    double prev = t;
+    for (int k = 1; k < MAX_CANDIDATES; k++) {
         int found = 0;
         for (Py_ssize_t q = 0; q < nraw; q++)
             if (s->rr[q] > prev && (!found || s->rr[q] < t)) {
                 t = s->rr[q];
                 found = 1;
             }
-        if (!found)
-            return 0;
-        if (!capped) { /* only when the first time did not fit (rare) */
-            double *tmp = malloc((size_t)nraw * sizeof(double));
-            if (!tmp)
-                return -1;
-            memcpy(tmp, s->raw, (size_t)nraw * sizeof(double));
-            qsort(tmp, (size_t)nraw, sizeof(double), cmp_double);
-            cap = round_up(in, tmp[KEPT_RAW - 1]);
-            free(tmp);
-            capped = 1;
-        }
-        if (t > cap)
+        if (!found || t > cap)
             return 0;
         if (fit_at(in, s, t, (int64_t)k + 1) > 0) {
             *t_out = t;
@@ -324,40 +325,46 @@ static int scratch_alloc(Scratch *s, Py_ssize_t n, Py_ssize_t h, Py_ssize_t n_le
 PyDoc_STRVAR(earliest_doc,
              "earliest(ready, eligible, free_g, free_c, free_m, rel_t, rel_g, rel_c, rel_m,\n"
              "         hn, hs, he, hg, hc, hm, hw, skipped, leaf_of, weight, cores_need,\n"
+             "         leaf_start, leaf_nodes,\n"
              "         n_leaves, now, duration, horizon, res, gpn, mem, exclusive, take)\n"
              "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a one-node job.");
 
 static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[20];
+    PyObject *o[22];
     Input in;
     memset(&in, 0, sizeof(in));
     long long gpn, mem;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOnddddLLpn", &o[0], &o[1], &o[2], &o[3],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOnddddLLpn", &o[0], &o[1], &o[2], &o[3],
                           &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
-                          &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &o[19], &in.n_leaves,
+                          &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &o[19], &o[20],
+                          &o[21], &in.n_leaves,
                           &in.now, &in.duration, &in.horizon, &in.res, &gpn, &mem,
                           &in.exclusive, &in.take))
         return NULL;
     in.gpn = gpn;
     in.mem = mem;
-    Py_buffer b[20];
+    Py_buffer b[22];
     int got = 0;
     PyObject *out = NULL;
     Scratch s;
     double t = 0;
     /* name, kind, length: 'n' nodes, 'k' nodes x releases, 'h' holds */
-    static const char *names[20] = {"ready", "eligible", "free_g", "free_c", "free_m",
+    static const char *names[22] = {"ready", "eligible", "free_g", "free_c", "free_m",
                                     "rel_t", "rel_g", "rel_c", "rel_m", "hn",
                                     "hs", "he", "hg", "hc", "hm",
-                                    "hw", "skipped", "leaf_of", "weight", "cores_need"};
-    static const char kinds[] = "d?iiqdqqqqddqqq??qqq";
-    static const char lens[] = "nnnnnkkkkhhhhhhhhnnn";
+                                    "hw", "skipped", "leaf_of", "weight", "cores_need",
+                                    "leaf_start", "leaf_nodes"};
+    static const char kinds[] = "d?iiqdqqqqddqqq??qqqqq";
+    static const char lens[] = "nnnnnkkkkhhhhhhhhnnnln"; /* l: leaves + 1 */
     Py_ssize_t n = -1, h = -1, nk = -1;
-    for (; got < 20; got++) {
+    for (; got < 22; got++) {
         if (got == 16 && o[got] == Py_None)
             continue;
-        Py_ssize_t want = lens[got] == 'n' ? n : lens[got] == 'h' ? h : nk;
+        Py_ssize_t want = lens[got] == 'n'   ? n
+                          : lens[got] == 'h' ? h
+                          : lens[got] == 'l' ? in.n_leaves + 1
+                                             : nk;
         if (get_view(o[got], &b[got], names[got], kinds[got], want))
             goto done;
         Py_ssize_t len = b[got].len / b[got].itemsize;
@@ -395,6 +402,19 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     in.leaf_of = b[17].buf;
     in.weight = b[18].buf;
     in.cores_need = b[19].buf;
+    in.leaf_start = b[20].buf;
+    in.leaf_nodes = b[21].buf;
+    for (Py_ssize_t l = 0; l <= in.n_leaves; l++)
+        if (in.leaf_start[l] < 0 || in.leaf_start[l] > n ||
+            (l > 0 && in.leaf_start[l] < in.leaf_start[l - 1])) {
+            PyErr_SetString(PyExc_ValueError, "leaf_start: want bounds into leaf_nodes");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (in.leaf_nodes[i] < 0 || in.leaf_nodes[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "leaf_nodes: a node out of range");
+            goto done;
+        }
     for (Py_ssize_t i = 0; i < n; i++)
         if (in.leaf_of[i] < 0 || in.leaf_of[i] >= in.n_leaves) {
             PyErr_SetString(PyExc_ValueError, "leaf_of: a leaf out of range");

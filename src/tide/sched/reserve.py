@@ -82,7 +82,7 @@ def earliest_c(
     assert _kernel is not None
     hn, hs, he, hg, hc, hm, hw, tags = plan.holds.arrays()
     skipped = tags == skip if skip else None
-    leaf_of, weight = _node_columns(ix)
+    leaf_of, weight, leaf_start, leaf_nodes = _node_columns(ix)
     got = _kernel.earliest(
         plan.node_ready(shape),
         np.ascontiguousarray(eligible, dtype=bool),
@@ -97,6 +97,8 @@ def earliest_c(
         leaf_of,
         weight,
         _cores_needed(ix, shape.cpus_per_node),
+        leaf_start,
+        leaf_nodes,
         ix.n_leaves,
         float(plan.now),
         float(shape.time_limit),
@@ -110,13 +112,19 @@ def earliest_c(
     return got  # type: ignore[no-any-return]
 
 
-def _node_columns(ix: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
-    """Leaf and Weight per node as int64 (memoised per cluster)."""
+def _node_columns(ix: ClusterIndex) -> tuple[np.ndarray, ...]:
+    """Leaf and Weight per node as int64, and each leaf's nodes in index order
+    (leaf_nodes[leaf_start[l]:leaf_start[l + 1]]), memoised per cluster."""
     got = ix.memo.get("kernel_nodes")
     if got is None:
+        leaf_of = np.ascontiguousarray(ix.leaf_of, dtype=np.int64)
+        order = np.argsort(leaf_of, kind="stable")
+        bounds = np.searchsorted(leaf_of[order], np.arange(ix.n_leaves + 1))
         got = ix.memo["kernel_nodes"] = (
-            np.ascontiguousarray(ix.leaf_of, dtype=np.int64),
+            leaf_of,
             np.ascontiguousarray(ix.weight, dtype=np.int64),
+            bounds.astype(np.int64),
+            order.astype(np.int64),
         )
     return got  # type: ignore[return-value]
 
