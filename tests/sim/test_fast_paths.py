@@ -341,3 +341,30 @@ def test_account_series_as_read_off_the_samples() -> None:
     assert sorted(got) == sorted(want)
     for a, (pos, gpus) in got.items():
         assert (pos.tolist(), gpus.tolist()) == want[a]
+
+
+def test_parse_swf_line_ends_comments_and_blanks() -> None:
+    """parse_swf's result sized from the line count: any mix of \\n, \\r\\n and \\r,
+    comments, blank lines, a last line without an end, rows wider than asked;
+    the rows as float() reads them, the result writable (the filters fix fields)."""
+    rng = random.Random(12)
+    for _ in range(500):
+        width = rng.randint(1, 5)
+        lines, want = [], []
+        for _ in range(rng.randint(0, 12)):
+            kind = rng.random()
+            if kind < 0.15:
+                lines.append(rng.choice(["", "  ", "\t"]))
+            elif kind < 0.3:
+                lines.append("; " + rng.choice(["MaxProcs: 4", "x y", ""]))
+            else:
+                row = [str(rng.randint(-9, 99999)) for _ in range(width + rng.choice([0, 0, 2]))]
+                lines.append(" ".join(row))
+                want.extend(float(t) for t in row[:width])
+        ends = [rng.choice(["\n", "\r\n", "\r"]) for _ in lines]
+        text = "".join(a + b for a, b in zip(lines, ends, strict=True))
+        if lines and rng.random() < 0.5:
+            text = text[: -len(ends[-1])]  # no end on the last line
+        out = _countsim.parse_swf(text.encode(), width)
+        assert isinstance(out, bytearray)
+        assert np.frombuffer(out, dtype=np.float64).tolist() == want, repr(text)

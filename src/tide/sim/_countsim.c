@@ -835,9 +835,18 @@ static PyObject *countsim_parse_swf(PyObject *self, PyObject *args) {
         return NULL;
     }
     const char *p = view.buf, *end = p + view.len;
-    Buf out = {0};
+    /* the result, sized for every line a record: filled in place, cut at the end (no
+     * growing buffer copied as it grows, no second copy of megabytes into a bytearray) */
+    Py_ssize_t lines = 1;
+    for (const char *c = p; (c = memchr(c, '\n', (size_t)(end - c))) != NULL; c++)
+        lines++;
+    for (const char *c = p; (c = memchr(c, '\r', (size_t)(end - c))) != NULL; c++)
+        lines++;
+    PyObject *res = PyByteArray_FromStringAndSize(NULL, lines * width * (Py_ssize_t)sizeof(double));
+    Buf out = {res ? PyByteArray_AS_STRING(res) : NULL, 0,
+               res ? (size_t)PyByteArray_GET_SIZE(res) : 0};
     double *row = malloc((size_t)width * sizeof(double));
-    int ok = 1, oom = row == NULL;
+    int ok = 1, oom = row == NULL || res == NULL;
     while (!oom && ok && p < end) {
         /* one line: '\n' or '\r' ends it (universal newlines; "\r\n" leaves a blank) */
         const char *eol = p;
@@ -884,23 +893,27 @@ static PyObject *countsim_parse_swf(PyObject *self, PyObject *args) {
         if (ok && !comment && k > 0) {
             if (k < width)
                 ok = 0;
-            else if (buf_put(&out, row, (size_t)width * sizeof(double)))
-                oom = 1;
+            else if (out.len + (size_t)width * sizeof(double) > out.cap)
+                oom = 1; /* cannot be: one row per line at most, and lines were counted */
+            else {
+                memcpy(out.data + out.len, row, (size_t)width * sizeof(double));
+                out.len += (size_t)width * sizeof(double);
+            }
         }
         p = eol < end ? eol + 1 : end;
     }
     free(row);
     PyBuffer_Release(&view);
-    PyObject *res;
-    if (PyErr_Occurred())
-        res = NULL;
-    else if (oom)
-        res = PyErr_NoMemory();
-    else if (!ok)
-        res = Py_NewRef(Py_None);
-    else /* writable: the filters fix fields in place */
-        res = PyByteArray_FromStringAndSize(out.data ? out.data : "", (Py_ssize_t)out.len);
-    free(out.data);
+    if (!PyErr_Occurred() && oom)
+        PyErr_NoMemory();
+    if (PyErr_Occurred() || !ok) {
+        Py_XDECREF(res);
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    if (PyByteArray_Resize(res, (Py_ssize_t)out.len) < 0) { /* writable: filters fix fields */
+        Py_DECREF(res);
+        return NULL;
+    }
     return res;
 }
 
