@@ -471,25 +471,45 @@ class _Closed:
         # only added within a pass: each is read once)
         self.blocked = np.zeros(cyc.ix.n, dtype=bool)
         self.seen = 0
+        # usable nodes with the smallest job's GPUs free now and not blocked,
+        # and their count: recomputed after a start (free GPUs only change
+        # then), else kept as holds come (most checks follow one reservation)
+        self.open = np.zeros(cyc.ix.n, dtype=bool)
+        self.n_open = 0
+        self.starts = -1  # len(cyc.started) when `open` was computed
 
     def check(self) -> bool:
         if not self.changed:
             return False
         self.changed = False
-        plan, now = self.plan, self.cyc.snap.now
         if self.min_limit == INF:
             return True
-        open_ = self.cyc.usage.usable & (plan.free_gpus >= self.min_gpus)
-        if not open_.any():
-            return True
-        if len(plan.holds) > self.seen:
-            hn, hs, he, _, _, _, hw, _ = plan.holds.arrays()
-            new = slice(self.seen, len(plan.holds))
-            blocking = hw[new] & plan.holds.untagged()[new] & (he[new] > now)
-            blocking &= hs[new] < now + self.min_limit
-            self.blocked[hn[new][blocking]] = True
-            self.seen = len(plan.holds)
-        return not (open_ & ~self.blocked).any()
+        self._read_holds()
+        if len(self.cyc.started) != self.starts:
+            self.starts = len(self.cyc.started)
+            self.open = self.cyc.usage.usable & (self.plan.free_gpus >= self.min_gpus)
+            self.open &= ~self.blocked
+            self.n_open = int(np.count_nonzero(self.open))
+        return self.n_open == 0
+
+    def _read_holds(self) -> None:
+        """Mark the nodes the holds added since the last check block, one by
+        one (a check reads one or a few new holds)."""
+        plan, total = self.plan, len(self.plan.holds)
+        if total == self.seen:
+            return
+        hn, hs, he, _, _, _, hw, _ = plan.holds.arrays()
+        plain = plan.holds.untagged()
+        now = self.cyc.snap.now
+        until = now + self.min_limit
+        for j in range(self.seen, total):
+            if hw[j] and plain[j] and he[j] > now and hs[j] < until:
+                node = hn[j]
+                self.blocked[node] = True
+                if self.open[node]:
+                    self.open[node] = False
+                    self.n_open -= 1
+        self.seen = total
 
 
 def _needs(cyc: Cycle, job: Job) -> tuple[float, float]:
