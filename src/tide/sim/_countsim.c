@@ -1517,16 +1517,37 @@ done:
  * as its integer; else "%.*f" with trailing zeros, then a trailing '.', cut;
  * "-0" and "" become "0". printf and Python's format both round the exact
  * binary value correctly (half to even), so the digits are Python's. */
-static int put_int(Buf *b, long long v) {
-    char tmp[24], *end = tmp + sizeof tmp, *p = end;
+static const char DIGIT_PAIRS[] = "00010203040506070809101112131415161718192021222324"
+                                  "25262728293031323334353637383940414243444546474849"
+                                  "50515253545556575859606162636465666768697071727374"
+                                  "75767778798081828384858687888990919293949596979899";
+
+/* str(v), written in place from its last digit, two digits per division */
+static inline int put_int(Buf *b, long long v) {
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    int n = 1;
+    for (unsigned long long t = u; t >= 10; t /= 10)
+        n++;
+    size_t size = (size_t)n + (v < 0);
+    if (b->len + size > b->cap && buf_reserve(b, size))
+        return -1;
+    char *p = b->data + b->len + size;
+    b->len += size;
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--p = DIGIT_PAIRS[d + 1];
+        *--p = DIGIT_PAIRS[d];
+    }
+    if (u >= 10) {
+        *--p = DIGIT_PAIRS[u * 2 + 1];
+        *--p = DIGIT_PAIRS[u * 2];
+    } else {
+        *--p = (char)('0' + u);
+    }
     if (v < 0)
         *--p = '-';
-    return buf_put(b, p, (size_t)(end - p));
+    return 0;
 }
 
 static int put_fixed(Buf *b, double x, int decimals) {
@@ -1645,7 +1666,13 @@ static PyObject *countsim_csv_rows(PyObject *self, PyObject *args) {
             if (kinds[c] == 's') {
                 PyObject *v = PyList_GET_ITEM(PyTuple_GET_ITEM(columns, c), r);
                 Py_ssize_t len;
-                const char *p = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+                const char *p = NULL;
+                if (PyUnicode_Check(v) && PyUnicode_IS_ASCII(v)) { /* its text is its UTF-8 */
+                    p = PyUnicode_DATA(v);
+                    len = PyUnicode_GET_LENGTH(v);
+                } else if (PyUnicode_Check(v)) {
+                    p = PyUnicode_AsUTF8AndSize(v, &len);
+                }
                 if (!p) {
                     if (!PyErr_Occurred())
                         PyErr_Format(PyExc_TypeError, "column %zd row %zd: want a str", c, r);

@@ -142,7 +142,8 @@ def write_jobs_csv(
         with _open(path, "wb") as f:
             f.write((",".join(JOB_COLUMNS) + "\n").encode())
             for lo in range(0, len(tab), chunk):
-                write_rows(tuple(c[lo : lo + chunk] for c in data), kinds, f)
+                part = data if len(tab) <= chunk else [c[lo : lo + chunk] for c in data]
+                write_rows(tuple(part), kinds, f)
         return len(tab)
     with _open(path, "w") as f:
         w = csv.writer(f, lineterminator="\n")
