@@ -26,17 +26,18 @@ def test_put_and_remove_keep_the_keys_sorted(ops) -> None:  # type: ignore[no-un
     kept, want = KeptOrder(), {}
     for put, key in ops:
         if put:
-            kept.put(key)
+            kept.put(key, job(key[2]))
             want[key[2]] = key
         else:
             kept.remove(key[2])
             want.pop(key[2], None)
     assert kept.ids == [k[2] for k in sorted(want.values())]
-    assert set(kept.live()) == set(want)
+    assert [j.id for j in kept.jobs] == kept.ids
 
 
 # one step between two cycles: ("add", gpus, submit, user), ("remove", pick),
-# ("eligible", pick, at), ("hold", pick), ("resize", pick, gpus), ("untracked", pick)
+# ("requeue", pick), ("eligible", pick, at), ("hold", pick), ("resize", pick, gpus),
+# ("time", seconds)
 _step = st.one_of(
     st.tuples(
         st.just("add"),
@@ -45,6 +46,7 @@ _step = st.one_of(
         st.sampled_from(["alice", "bob"]),
     ),
     st.tuples(st.just("remove"), st.integers(0, 10**6)),
+    st.tuples(st.just("requeue"), st.integers(0, 10**6)),
     st.tuples(st.just("eligible"), st.integers(0, 10**6), st.sampled_from([1.0, 7.0, 20.0])),
     st.tuples(st.just("hold"), st.integers(0, 10**6)),
     st.tuples(st.just("resize"), st.integers(0, 10**6), st.sampled_from([1, 2, 8])),
@@ -52,22 +54,28 @@ _step = st.one_of(
 )
 
 
+def _ordered(snap, memo):  # type: ignore[no-untyped-def]
+    """The cycle's pending jobs in the order `priorities` gives (indices into
+    the cycle's snapshot, which it may have replaced by a sorted one)."""
+    cyc = open_cycle(snap, build_index(snap.cluster), None, memo)
+    return [cyc.snap.pending[i] for i in priorities(cyc)]
+
+
 def _fresh(snap):  # type: ignore[no-untyped-def]
     """The order a memo that never saw the queue gives (every job sorted)."""
-    return priorities(open_cycle(replace(snap, pending_delta=None), build_index(snap.cluster),
-                                 None, CycleMemo()))  # fmt: skip
+    return _ordered(replace(snap, pending_delta=None), CycleMemo())
 
 
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.lists(_step, max_size=6), min_size=1, max_size=12))
 def test_kept_order_is_the_order_from_scratch(cycles) -> None:  # type: ignore[no-untyped-def]
     cluster = flat_cluster(2)
-    ix = build_index(cluster)
     weights = PriorityWeights(age=1000, job_size=500)
     queue: dict[int, object] = {}
     memo, since, now, next_id = CycleMemo(), 0, 10.0, 1
     for gen, steps in enumerate(cycles, start=1):
         changed: set[int] = set()
+        gone: set[int] = set()
         for step in steps:
             ids = list(queue)
             if step[0] == "add":
@@ -82,6 +90,12 @@ def test_kept_order_is_the_order_from_scratch(cycles) -> None:  # type: ignore[n
                 j = queue[jid]
                 if step[0] == "remove":
                     del queue[jid]
+                    gone.add(jid)
+                    continue
+                if step[0] == "requeue":  # out and back in as a new object, as the twin does
+                    del queue[jid]
+                    gone.add(jid)
+                    j = queue[jid] = replace(j, submit=j.submit + 1.0)  # type: ignore[type-var]
                 elif step[0] == "eligible":
                     j.eligible = step[2]  # type: ignore[attr-defined]
                 elif step[0] == "hold":
@@ -90,9 +104,11 @@ def test_kept_order_is_the_order_from_scratch(cycles) -> None:  # type: ignore[n
                     j.request = replace(j.request, gpus=step[2])  # type: ignore[attr-defined]
                 changed.add(jid)
         snap = snapshot(cluster, list(queue.values()), now=now, weights=weights)
-        snap.pending_delta = PendingDelta(since, gen, frozenset(changed))
-        got = priorities(open_cycle(snap, ix, None, memo))
-        assert got == _fresh(snap)
+        jobs = tuple(queue[i] for i in sorted(changed) if i in queue)
+        snap.pending_delta = PendingDelta(since, gen, jobs, frozenset(gone))  # type: ignore[arg-type]
+        got = _ordered(snap, memo)
+        assert [j.id for j in got] == [j.id for j in _fresh(snap)]
+        assert all(j is queue[j.id] for j in got)  # the pending objects themselves
         if queue:  # the kept order followed this delta: the next one updates it
             assert memo.order.gen == gen and len(memo.order) == len(queue)
         since = gen
@@ -102,14 +118,12 @@ def test_a_job_the_driver_did_not_report_sends_it_back_to_sorting() -> None:
     """A pending job the kept order never saw (the driver's delta left it out)
     is not lost: the whole queue is sorted again."""
     cluster = flat_cluster(2)
-    ix = build_index(cluster)
     a, b = job(1, gpus=1, submit=5.0), job(2, gpus=8, submit=0.0)  # equal priorities
     memo = CycleMemo()
     snap = snapshot(cluster, [a])
-    snap.pending_delta = PendingDelta(0, 1, frozenset({1}))
-    assert priorities(open_cycle(snap, ix, None, memo)) == [0]
+    snap.pending_delta = PendingDelta(0, 1, (a,))
+    assert _ordered(snap, memo) == [a]
     snap = snapshot(cluster, [a, b])
-    snap.pending_delta = PendingDelta(1, 2, frozenset())  # b not reported
-    got = priorities(open_cycle(snap, ix, None, memo))
-    assert got == _fresh(snap) == [1, 0]  # the earlier submit first
+    snap.pending_delta = PendingDelta(1, 2, ())  # b not reported
+    assert _ordered(snap, memo) == _fresh(snap) == [b, a]  # the earlier submit first
     assert memo.order.ids == [2, 1] and memo.order.gen == 2  # sorted again, and kept

@@ -49,7 +49,7 @@ from tide.sched.quota import ledger_for
 from tide.sched.shape import Shape
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, PendingInfo, Reason, Snapshot
-from tide.sched.wake import eligible_since, next_wake
+from tide.sched.wake import TimedJobs, eligible_since, next_wake
 
 INF = float("inf")
 _STATE = attrgetter("state")
@@ -61,7 +61,9 @@ VICTIM_ORDERS = (LOST_WORK, PRIORITY_ORDER)
 class Cycle:
     """One cycle's working state, discarded at its end.
 
-    Read-only for the phases: `snap`, `ix`, `memo`, `victim_order`.
+    Read-only for the phases: `snap`, `ix`, `memo`, `victim_order` (the
+    priority phase may replace `snap` by one with the same pending jobs in
+    evaluation order: passes.priorities).
     Written by the phases: `usage` (what is still free: starts and holds
     take from it), `limits` (counters grow with every start), `decisions`
     (the cycle's output), `contexts` (job id -> its context this cycle),
@@ -122,6 +124,7 @@ class CycleMemo:
         self._prio: dict[int, tuple] = {}
         self._fair_share: dict[str, float] | None = None  # with `_prio`
         self.order = KeptOrder()  # the pending jobs sorted by `_prio`: kept with it
+        self.timed = TimedJobs()  # the pending jobs with a begin time or a switch wait
         self.running = RunningGroups()  # the running jobs the limits count
         self._least: tuple[float, float] = (INF, INF)
         self._states: list[object] = []  # `schedulable`: node states it was computed for
@@ -296,7 +299,7 @@ def close_cycle(cyc: Cycle) -> Decisions:
     reservations, grace ends, exemptions; tide.sched.wake): every policy
     ends its cycle here, so both drivers know when to run the next one."""
     d = cyc.decisions
-    d.wake = next_wake(cyc.snap, d)
+    d.wake = next_wake(cyc.snap, d, cyc.memo.timed.of(cyc.snap))
     return d
 
 

@@ -15,51 +15,56 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from tide.model import Job
+
 SortKey = tuple[int, float, int]  # (tier and priority folded, submit, job id)
 
 
 class KeptOrder:
-    """Job ids sorted by their keys; `gen` names the driver's snapshot it
+    """Jobs sorted by their keys; `gen` names the driver's snapshot it
     follows (Snapshot.pending_delta), None while it follows none."""
 
     def __init__(self) -> None:
         self._keys: list[SortKey] = []
-        self._ids: list[int] = []  # the ids of `_keys`, in the same order
+        self._jobs: list[Job] = []  # the jobs of `_keys`, in the same order
         self._key_of: dict[int, SortKey] = {}
         self.gen: int | None = None
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._jobs)
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The jobs in evaluation order (do not modify)."""
+        return self._jobs
 
     @property
     def ids(self) -> list[int]:
-        """The job ids in evaluation order (do not modify)."""
-        return self._ids
+        return [k[2] for k in self._keys]
 
-    def live(self) -> set[int]:
-        """The ids kept (a view's worth: set operations run in C)."""
-        return self._key_of.keys()  # type: ignore[return-value]
-
-    def reset(self, keys: list[SortKey]) -> None:
-        """Keep exactly these keys (already sorted)."""
-        self._keys = keys
-        self._ids = [k[2] for k in keys]
+    def reset(self, keys: list[SortKey], jobs: list[Job]) -> None:
+        """Keep exactly these keys (already sorted) and their jobs."""
+        self._keys, self._jobs = keys, jobs
         self._key_of = {k[2]: k for k in keys}
 
     def clear(self) -> None:
-        self.reset([])
+        self.reset([], [])
         self.gen = None
 
-    def put(self, key: SortKey) -> None:
-        """Add the job of `key`, or move it there if kept with another key."""
+    def put(self, key: SortKey, job: Job) -> None:
+        """Add the job of `key`, or move it there if kept with another key
+        (and keep this object for it)."""
         old = self._key_of.get(key[2])
-        if old == key:
-            return
         if old is not None:
-            self.remove(key[2])
+            at = bisect_left(self._keys, old)
+            if old == key:
+                self._jobs[at] = job
+                return
+            del self._keys[at]
+            del self._jobs[at]
         at = bisect_left(self._keys, key)
         self._keys.insert(at, key)
-        self._ids.insert(at, key[2])
+        self._jobs.insert(at, job)
         self._key_of[key[2]] = key
 
     def remove(self, job_id: int) -> None:
@@ -68,7 +73,7 @@ class KeptOrder:
             return
         at = bisect_left(self._keys, key)
         del self._keys[at]
-        del self._ids[at]
+        del self._jobs[at]
 
 
 __all__ = ["KeptOrder", "SortKey"]

@@ -20,6 +20,7 @@ state and the order of the phases); policies compose them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from operator import attrgetter
 
@@ -45,8 +46,11 @@ _ID, _SUBMIT = attrgetter("id"), attrgetter("submit")
 # --- 2. priority ---------------------------------------------------------------
 
 
-def priorities(cyc: Cycle) -> list[int]:
-    """Indices into snap.pending in evaluation order."""
+def priorities(cyc: Cycle) -> Sequence[int]:
+    """Indices into snap.pending in evaluation order. With the kept order (a
+    driver that says what changed, Snapshot.pending_delta) the cycle's
+    snapshot gets the same pending jobs already in that order, and the
+    indices are range(n): nothing per pending job is done."""
     snap = cyc.snap
     jobs = snap.pending
     cfg = snap.config
@@ -60,8 +64,11 @@ def priorities(cyc: Cycle) -> list[int]:
         )
     at = snap.now if snap.priority_time is None else snap.priority_time
     kept = cyc.memo.priorities(snap, at)
-    order = _kept_order(cyc, kept, at)
-    if order is None:
+    order: Sequence[int]
+    if _kept_order(cyc, kept, at):
+        cyc.snap = replace(snap, pending=list(cyc.memo.order.jobs))
+        order = range(len(jobs))
+    else:
         order = _sorted_order(cyc, kept, at)
     if not snap.starts_only:  # the driver reads them (the live server shows them)
         cyc.decisions.priorities = {j.id: kept[j.id][1] for j in jobs}
@@ -78,41 +85,42 @@ def _sorted_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> list[int]:
     tier = np.fromiter((kept[j.id][2] for j in jobs), np.int64, n)
     ids = np.fromiter(map(_ID, jobs), np.int64, n)
     submit = np.fromiter(map(_SUBMIT, jobs), np.float64, n)
-    order = priority_order(tier, total, submit, ids)
+    order = priority_order(tier, total, submit, ids).tolist()
     delta, memo_order = cyc.snap.pending_delta, cyc.memo.order
     if delta is None:
         memo_order.clear()
     else:
-        tops = order_tops(tier, total)[order].tolist()
-        memo_order.reset(list(zip(tops, submit[order].tolist(), ids[order].tolist(), strict=True)))
+        tops = order_tops(tier, total).tolist()
+        memo_order.reset(
+            [(tops[i], jobs[i].submit, jobs[i].id) for i in order], [jobs[i] for i in order]
+        )
         memo_order.gen = delta.gen
-    return order.tolist()
+    return order
 
 
-def _kept_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> list[int] | None:
-    """The memo's kept order updated with the jobs gone and those the driver
-    says changed (Snapshot.pending_delta): the cost follows the changes, not
-    the queue. None when it cannot be used (no delta, or not the one that
-    follows the kept order, or the kept jobs are not the pending ones)."""
+def _kept_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> bool:
+    """Whether the memo's kept order, updated with the jobs gone and those the
+    driver says changed (Snapshot.pending_delta), holds the pending jobs: the
+    cost follows the changes, not the queue. False when it cannot be used (no
+    delta, or not the one that follows the kept order, or a pending job it
+    does not hold: the driver left one out)."""
     delta, memo_order = cyc.snap.pending_delta, cyc.memo.order
     if delta is None or memo_order.gen is None or memo_order.gen != delta.since:
-        return None
+        return False
     memo_order.gen = None  # until updated whole
-    jobs = cyc.snap.pending
-    index = dict(zip(map(_ID, jobs), range(len(jobs)), strict=True))
-    for jid in memo_order.live() - index.keys():
+    for jid in delta.gone:
         memo_order.remove(jid)
-    changed = [jobs[index[i]] for i in sorted(delta.changed) if i in index]
+    changed = list(delta.changed)
     _rekey(cyc, changed, kept, at)
     n = len(changed)
     total = np.fromiter((kept[j.id][1] for j in changed), np.float64, n)
     tier = np.fromiter((kept[j.id][2] for j in changed), np.int64, n)
     for job, top in zip(changed, order_tops(tier, total).tolist(), strict=True):
-        memo_order.put((top, job.submit, job.id))
-    if len(memo_order) != len(jobs):  # a pending job it never saw: not tracked
-        return None
+        memo_order.put((top, job.submit, job.id), job)
+    if len(memo_order) != len(cyc.snap.pending):
+        return False
     memo_order.gen = delta.gen
-    return list(map(index.__getitem__, memo_order.ids))
+    return True
 
 
 def _rekey(cyc: Cycle, jobs: list[Job], kept: dict[int, tuple], at: float) -> None:
@@ -142,7 +150,7 @@ def _limit(cyc: Cycle, job: Job) -> int:
 # --- 3. main pass --------------------------------------------------------------
 
 
-def main_pass(cyc: Cycle, order: list[int]) -> None:
+def main_pass(cyc: Cycle, order: Sequence[int]) -> None:
     """Jobs in `order` start where they fit now, until their partitions block;
     then the borrow pass."""
     blocked: set[str] = set()
@@ -359,7 +367,7 @@ def _record_start(
 
 
 def backfill_pass(
-    cyc: Cycle, order: list[int], easy: bool, protected: frozenset[int] = frozenset()
+    cyc: Cycle, order: Sequence[int], easy: bool, protected: frozenset[int] = frozenset()
 ) -> None:
     """Jobs in `order` start now where that delays no hold; the others are
     held at their earliest start (EASY: only the first of them, and every
@@ -464,7 +472,7 @@ class _Closed:
     jobs, none of them can start: the pass stops. A bound, never a guess:
     per-job masks, cores, memory and topology can only rule out more."""
 
-    def __init__(self, cyc: Cycle, plan: Plan, order: list[int]) -> None:
+    def __init__(self, cyc: Cycle, plan: Plan, order: Sequence[int]) -> None:
         self.cyc, self.plan, self.changed = cyc, plan, True
         self.min_limit, self.min_gpus = cyc.memo.smallest(cyc, cyc.snap.pending, _needs)
         # nodes a blocking hold covers, from the first `seen` holds (holds are
@@ -521,7 +529,7 @@ def _needs(cyc: Cycle, job: Job) -> tuple[float, float]:
     return shape.time_limit, 0 if shape.spread else shape.gpus_per_node
 
 
-def _ready_rest(cyc: Cycle, rest: list[int], started: set[int], tested: int) -> None:
+def _ready_rest(cyc: Cycle, rest: Sequence[int], started: set[int], tested: int) -> None:
     """After a pass stopped early: the jobs it did not examine still become
     eligible as a full pass would make them (up to bf_max_job_test)."""
     pending = cyc.snap.pending

@@ -101,15 +101,17 @@ class Running:
 @dataclass(slots=True, frozen=True)
 class PendingDelta:
     """What a driver that keeps its Job objects between cycles (the twin) says
-    changed in its queue since its snapshot `since`: the ids of the pending
-    jobs it added (again) or changed in place since then (a field a priority
-    reads: eligible, request, hold, ...). Every other pending job is the same
-    object, unchanged. `gen` names this snapshot (unique: a later delta's
-    `since`); the core then updates what it kept, else recomputes it all."""
+    changed in its queue since its snapshot `since`: the pending jobs it added
+    (again) or changed in place since then (a field the core reads: eligible,
+    request, hold, ...), and the ids of the jobs that left the queue (some may
+    be back among `changed`). Every other pending job is the same object,
+    unchanged. `gen` names this snapshot (unique: a later delta's `since`); the
+    core then updates what it kept, else recomputes it all."""
 
     since: int
     gen: int
-    changed: frozenset[int]
+    changed: tuple[Job, ...]
+    gone: frozenset[int] = frozenset()
 
 
 @dataclass(slots=True)

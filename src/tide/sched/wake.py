@@ -26,12 +26,16 @@ from tide.sched.preempt_rules import Rules
 from tide.sched.types import Decisions, Snapshot
 
 
-def next_wake(snap: Snapshot, d: Decisions) -> float | None:
-    """The earliest time after snap.now at which a cycle can decide otherwise."""
+def next_wake(
+    snap: Snapshot, d: Decisions, timed: Iterable[Job] | None = None
+) -> float | None:
+    """The earliest time after snap.now at which a cycle can decide otherwise.
+    `timed`: the pending jobs with a begin time or a --switches wait (None:
+    found among snap.pending; TimedJobs keeps them between cycles)."""
     now = snap.now
     started = {s.job_id for s in d.starts}
     times: list[float] = []
-    for job in snap.pending:
+    for job in snap.pending if timed is None else timed:
         req = job.request
         if (req.begin is None and req.switches is None) or job.id in started:
             continue  # the common case first: nothing timed
@@ -52,6 +56,38 @@ def next_wake(snap: Snapshot, d: Decisions) -> float | None:
     if d.wake is not None and d.wake > now:
         times.append(d.wake)  # the policy's own (Kueue's timeouts)
     return min(times) if times else None
+
+
+class TimedJobs:
+    """The pending jobs with a begin time or a --switches wait, the only ones
+    `next_wake` looks at: kept between cycles and updated with what the
+    driver says changed (Snapshot.pending_delta), else found again among all
+    pending jobs. A walk over every pending job each cycle is most of a
+    cycle's cost with a large backlog."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[int, Job] = {}
+        self._gen: int | None = None  # the snapshot they follow (PendingDelta.gen)
+
+    def of(self, snap: Snapshot) -> Iterable[Job]:
+        delta = snap.pending_delta
+        if delta is not None and self._gen is not None and self._gen == delta.since:
+            for jid in delta.gone:
+                self._jobs.pop(jid, None)
+            for job in delta.changed:
+                if _timed(job):
+                    self._jobs[job.id] = job
+                else:
+                    self._jobs.pop(job.id, None)
+        else:
+            self._jobs = {j.id: j for j in snap.pending if _timed(j)}
+        self._gen = delta.gen if delta is not None else None
+        return self._jobs.values()
+
+
+def _timed(job: Job) -> bool:
+    req = job.request
+    return req.begin is not None or req.switches is not None
 
 
 def _exempt_ends(snap: Snapshot, rules: Rules) -> Iterable[float]:

@@ -1,16 +1,17 @@
 """The twin's queue of pending jobs, and what changed in it between cycles.
 
 The twin keeps its Job objects from one cycle to the next and changes them in
-place; the core keeps per-job results (the priority order) and needs to know
-which jobs to look at again (Snapshot.pending_delta). Every way a job enters
-the queue is a `__setitem__`; the one change made to a queued job that the
-core reads (its EligibleTime, from the core's own decisions) goes through
-`touch`.
+place; the core keeps per-job results (the priority order, the timed jobs)
+and needs to know which jobs to look at again (Snapshot.pending_delta).
+Every way a job enters the queue is a `__setitem__`, every way out a `pop` or
+`del`; the one change made to a queued job that the core reads (its
+EligibleTime, from the core's own decisions) goes through `touch`.
 """
 
 from __future__ import annotations
 
 from itertools import count
+from typing import Any
 
 from tide.model import Job
 from tide.sched.types import PendingDelta
@@ -19,17 +20,45 @@ _GENS = count(1)  # snapshot names, unique in the process (a memo follows one dr
 
 
 class PendingJobs(dict[int, Job]):
-    """Job id -> pending job, remembering the ids put in or touched since the
-    last `delta`."""
+    """Job id -> pending job, remembering the ids put in, touched or taken
+    out since the last `delta`."""
 
     def __init__(self) -> None:
         super().__init__()
         self._changed: set[int] = set()
+        self._gone: set[int] = set()
         self._gen = 0  # the last delta's name (0: none yet)
 
     def __setitem__(self, job_id: int, job: Job) -> None:
         super().__setitem__(job_id, job)
         self._changed.add(job_id)
+
+    def __delitem__(self, job_id: int) -> None:
+        super().__delitem__(job_id)
+        self._gone.add(job_id)
+
+    def pop(self, job_id: int, *default: Any) -> Any:  # type: ignore[override]
+        if job_id in self:
+            self._gone.add(job_id)
+        return super().pop(job_id, *default)
+
+    def popitem(self) -> tuple[int, Job]:
+        job_id, job = super().popitem()
+        self._gone.add(job_id)
+        return job_id, job
+
+    def clear(self) -> None:
+        self._gone.update(self)
+        super().clear()
+
+    def update(self, *args: Any, **kw: Any) -> None:
+        for job_id, job in dict(*args, **kw).items():
+            self[job_id] = job
+
+    def setdefault(self, job_id: int, job: Job) -> Job:  # type: ignore[override]
+        if job_id not in self:
+            self[job_id] = job
+        return self[job_id]
 
     def touch(self, job_id: int) -> None:
         """A queued job was changed in place."""
@@ -38,9 +67,11 @@ class PendingJobs(dict[int, Job]):
     def delta(self) -> PendingDelta:
         """What changed since the last delta (then forgotten)."""
         gen = next(_GENS)
-        out = PendingDelta(self._gen, gen, frozenset(self._changed))
+        changed = tuple(self[j] for j in sorted(self._changed) if j in self)
+        out = PendingDelta(self._gen, gen, changed, frozenset(self._gone))
         self._gen = gen
         self._changed.clear()
+        self._gone.clear()
         return out
 
 

@@ -160,11 +160,11 @@ class TidePolicy:
             _predicted_contexts(cyc, self._copies, self._real)
         if self.placement == "fgd":
             _fragmentation_aware(cyc)  # after the planned contexts: it reads them
-        order = priorities(cyc)
+        order = list(priorities(cyc))  # indices into cyc.snap.pending (its order may change)
         large: frozenset[int] = frozenset()
         if self.order != "priority":
             order, protected = _queue_order(cyc, order, self.order, self.aged, self._big_gpus())
-            large = _hold_caps(cyc, [snap.pending[i] for i in protected], self._big_gpus())
+            large = _hold_caps(cyc, [cyc.snap.pending[i] for i in protected], self._big_gpus())
         if self.steer:
             mode = self.steer if isinstance(self.steer, str) else STEER_MODE
             _steer_clear(cyc, large, self._real, mode)  # wraps order_for
