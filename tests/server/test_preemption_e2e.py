@@ -281,11 +281,15 @@ def test_a_victim_that_exits_on_its_signal_is_requeued_not_killed(srv: Any) -> N
 
 def test_a_restarted_controller_kills_the_victim_in_grace_and_requeues_it(srv: Any) -> None:
     """The grace timer lives in the job's row: a controller that stops during the
-    grace kills the victim when it is back, and the preemption goes on."""
+    grace kills the victim when it is back, and the preemption goes on. The victim
+    must have set its traps first (its first run's line): RUNNING comes at the
+    launch, and on a loaded machine its USR1 reached the shell before its trap, so
+    it died within its grace (0:10) and was requeued, rightly, as never killed."""
     d = _dir(srv, "restart")
     with srv.client() as c:
         victim = submit(c, VICTIM, d).json()["job_id"]
         wait_state(c, victim, {"RUNNING"})
+        wait_for("the victim's first run", lambda: (d / f"runs-{victim}.txt").exists())
         urgent = submit(c, URGENT, d).json()["job_id"]
         wait_for("the preemption", lambda: job(c, victim).get("preemption"))
     srv.stop()
@@ -297,6 +301,7 @@ def test_a_restarted_controller_kills_the_victim_in_grace_and_requeues_it(srv: A
     assert u["state"] == "COMPLETED" and j["state"] == "COMPLETED" and j["restarts"] == 1
     assert _event(j, "preempted by job")["time"] - j["preemption"]["time"] >= GRACE
     assert j["attempts"][1]["start"] >= u["start_time"]
+    assert _lines(d / f"sig-{victim}.txt", "USR1")  # it ran through its signal
 
 
 # PreemptMode=CANCEL, and a job that reports a checkpoint: it loses only the work since.

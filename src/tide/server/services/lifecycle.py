@@ -20,7 +20,7 @@ from tide.exec.base import ExitReport, PartlyUnknown
 from tide.sched import requeue
 from tide.sched.usage import bills_memory, job_charge
 from tide.server.ports import Ctl
-from tide.server.services import recovery
+from tide.server.services import grace, recovery
 from tide.store import accounting, codec
 from tide.store import jobs as jobrepo
 from tide.store.models import JobRow
@@ -112,6 +112,13 @@ def finish(
                 if row is None or row.state not in LIVE:
                     return None
                 end = max(now, row.start_time or now)  # never before the start
+                if grace.over_by(row, end):
+                    # a preemption victim that outlived its grace (no controller ran at
+                    # its kill time, or the tick has not come to it yet): ended as that
+                    # kill, recorded as such whoever saw the end first
+                    if not grace.record_kill(s, row, end):
+                        raise _Changed
+                    s.refresh(row)
                 ending = recovery.classify(report, row.cancel_requested, message, pol)
                 running = _tasks_running(row, record)
                 state = requeue_or_end(ctl, s, row, ending, end, tasks_running=running)

@@ -23,7 +23,9 @@ side is tide.sim.preemption. Here, on the store and the executor:
   again, its planned end pushed back by the time it was stopped.
 
 Every phase lives in the job row (`preempt_phase`), so a restarted
-controller picks grace timers and suspended victims up where they were.
+controller picks grace timers and suspended victims up where they were. An
+end it collects after a victim's kill time (at its start, before the tick)
+is recorded as that kill (tide.server.services.grace).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from tide.model import JobState
 from tide.sched.types import Allocation, Decisions, NodeAlloc, Preemption, Running
 from tide.server.ports import Ctl
 from tide.server.services import lifecycle
+from tide.server.services.grace import GRACE, KILLED, PARKED, record_kill
 from tide.server.services.lifecycle import PREEMPT, REQUEUE
 from tide.server.services.recovery import PREEMPT_ACTOR as ACTOR
 from tide.store import accounting
@@ -46,11 +49,10 @@ from tide.store.models import JobRow
 
 log = logging.getLogger("tide.server")
 
-GRACE, SUSPENDED, PARKED = "grace", "suspended", "parked"
-# a CANCEL victim killed, its processes not yet gone: still committed to its preemptor
-# (in `preempting`, as a parked REQUEUE victim) so no pass chooses it again or another
-# victim in its place; cleared once it has ended
-KILLED = "killed"
+SUSPENDED = "suspended"
+# KILLED (services.grace): a CANCEL victim killed, its processes not yet gone: still
+# committed to its preemptor (in `preempting`, as a parked REQUEUE victim) so no pass
+# chooses it again or another victim in its place; cleared once it has ended
 ADMIN = "admin"  # stopped by `scontrol suspend` (services.suspend): only `scontrol resume` ends it
 PHASES = (GRACE, SUSPENDED, PARKED, KILLED, ADMIN)
 # cancel_requested, asked at the decision: REQUEUE + ACTOR ("requeue:preempt") goes
@@ -298,33 +300,12 @@ def _left_in_grace(ctl: Ctl, job_id: int) -> bool:
 def _kill(ctl: Ctl, job_id: int, now: float) -> bool:
     with ctl.sessions.begin() as s:
         row = jobrepo.get(s, job_id)
-        if row is None or row.state != "RUNNING" or row.preempt_phase != GRACE:
+        if row is None or row.state != "RUNNING":
             return False
-        requeue = row.preempt_mode == "REQUEUE"
-        lost = lost_now(row, now)
-        values = {
-            "preempt_phase": PARKED if requeue else KILLED,
-            "preempt_kill_at": None,
-            "preempt_lost": lost,
-            "preempt_eligible": row.eligible_time,
-        }
-        if requeue:  # a requeue tide asks for counts no lost work of its own
-            values["lost_gpu_seconds"] = (row.lost_gpu_seconds or 0.0) + lost
-        grace = now - (row.preempt_time or now)
-        why = (f"preempted by job {row.preempted_by} after {grace:.1f} s of grace "
-               f"({row.preempt_mode}); {lost:.0f} GPU-seconds since the last checkpoint lost")
-        ok = jobrepo.transition(s, job_id, ["RUNNING"], "COMPLETING", now, values,
-                                reason=why, actor=ACTOR)  # fmt: skip
+        ok = record_kill(s, row, now)  # the history's "preempted by job", the lost work
     if ok and ctl.executor is not None:
         ctl.executor.cancel(job_id, grace=0.0)  # SIGCONT, SIGTERM, SIGKILL
     return ok
-
-
-def lost_now(row: JobRow, now: float) -> float:
-    """GPUs x seconds since the run's last checkpoint (else its start)."""
-    start = row.start_time or now
-    last = max(start, row.last_checkpoint or start)
-    return float(row.gpus_alloc * max(0.0, now - last))
 
 
 def _cores_free(ctl: Ctl, job_id: int) -> bool:
