@@ -139,3 +139,38 @@ def test_one_unit_per_row_best_marked_and_a_scenario_header() -> None:
     assert "MFU incl. overheads" in html and "goodput" in html
     plain = render_report({"fast": fast, "slow": slow})
     assert "<td>cost</td>" not in plain  # no price, no cost rows (GPU-hours only)
+
+
+def _heat_strip_rows_one_by_one(rows: list[str], matrix: list[list[float]]) -> list[str]:
+    """The rects of heat_strip as it drew them before, a row at a time (reference)."""
+    from tide.sim.svg import heat_codes
+
+    left, top, cell_h = 70, 24, 12 if len(rows) <= 40 else max(3, 480 // max(1, len(rows)))
+    cw = (1060 - left - 10) / len(matrix[0])
+    out = []
+    for r, row in enumerate(matrix):
+        y = top + r * cell_h
+        codes = heat_codes(row)
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))).tolist()
+        for start, stop in zip(starts, [*starts[1:], len(codes)], strict=True):
+            x, w = left + start * cw, (stop - start) * cw
+            out.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{cell_h}" '
+                       f'fill="#{int(codes[start]):06x}"/>')  # fmt: skip
+    return out
+
+
+def test_heat_strip_rects_as_drawn_row_by_row() -> None:
+    """heat_strip's colours and runs for the whole matrix at once: the same rects."""
+    import random
+    import re
+
+    from tide.sim.svg import heat_strip
+
+    rng = random.Random(6)
+    for n_rows, bins in ((1, 1), (3, 7), (45, 120), (130, 240)):
+        levels = [0.0, 0.5, 1.0, float("nan"), 1.7, -0.2]
+        matrix = [[rng.choice(levels) if rng.random() < 0.6 else rng.random()
+                   for _ in range(bins)] for _ in range(n_rows)]  # fmt: skip
+        labels = [f"n{k}" for k in range(n_rows)]
+        got = re.findall(r"<rect [^>]*/>", heat_strip("t", labels, matrix, 0.0, 10.0, "x"))
+        assert got == _heat_strip_rows_one_by_one(labels, matrix)
