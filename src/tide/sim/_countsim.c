@@ -1428,41 +1428,38 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         fill[r] = at0;
         at0 += count[r];
     }
-    /* starts and ends land in two sorted halves per row; merged below */
-    int64_t *half = count; /* reuse: where each row's ends begin */
-    for (Py_ssize_t i = 0; i < n_s; i++) {
-        int64_t j = by_start[i];
-        for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
-            ev[fill[pair_row[p]]++] = (OccEvent){start[j], pair_g[p]};
+    /* every row's events in time order, in its own bucket: the starts (by_start's
+     * order) and the ends (by_end's) merged once for all rows, a start first at one
+     * time. Each row gets the sequence a merge of its own starts and ends gives. */
+    for (Py_ssize_t a = 0, z = 0; a < n_s || z < n_e;) {
+        if (z >= n_e || (a < n_s && start[by_start[a]] <= end[by_end[z]])) {
+            int64_t j = by_start[a++];
+            for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
+                ev[fill[pair_row[p]]++] = (OccEvent){start[j], pair_g[p]};
+        } else {
+            int64_t j = by_end[z++];
+            for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
+                ev[fill[pair_row[p]]++] = (OccEvent){end[j], -pair_g[p]};
+        }
     }
-    for (Py_ssize_t r = 0; r < n_rows; r++)
-        half[r] = fill[r];
-    for (Py_ssize_t i = 0; i < n_e; i++) {
-        int64_t j = by_end[i];
-        for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
-            ev[fill[pair_row[p]]++] = (OccEvent){end[j], -pair_g[p]};
-    }
-    /* one row at a time: scratch for the largest row, not for all (less memory to
-     * page in: the rows of a 128-node log hold ~10^6 events together) */
+    /* one row at a time, in scratch for the largest row (not for all: the rows of a
+     * 128-node log hold ~10^6 events together) */
     int64_t widest = 0;
     for (Py_ssize_t r = 0, lo = 0; r < n_rows; r++) {
         if (fill[r] - lo > widest)
             widest = fill[r] - lo;
         lo = fill[r];
     }
-    OccEvent *merged = malloc(((size_t)widest + 1) * sizeof(OccEvent));
     cum = malloc(((size_t)widest + 1) * sizeof(double));
     level = malloc(((size_t)widest + 1) * sizeof(double));
     at = malloc((size_t)n_edges * sizeof(double));
-    if (!merged || !cum || !level || !at) {
-        free(merged);
+    if (!cum || !level || !at) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t r = 0, lo = 0; r < n_rows; r++) {
-        int64_t mid = half[r], hi = fill[r], a = lo, z = mid, n = hi - lo, m = 0;
-        while (a < mid || z < hi) /* any order among equal times reads the same */
-            merged[m++] = (z >= hi || (a < mid && ev[a].t <= ev[z].t)) ? ev[a++] : ev[z++];
+        int64_t hi = fill[r], n = hi - lo;
+        const OccEvent *merged = ev + lo;
         lo = hi;
         double *row = matrix + (size_t)r * bins;
         if (n == 0)
@@ -1491,7 +1488,6 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         for (size_t e = 0; e < bins; e++)
             row[e] = ((at[e + 1] - at[e]) / (edges[e + 1] - edges[e])) / c;
     }
-    free(merged);
     out = bytes_of(matrix, (size_t)n_rows * bins * sizeof(double));
 done:
     for (int i = 0; i < got; i++)
