@@ -174,3 +174,30 @@ def test_heat_strip_rects_as_drawn_row_by_row() -> None:
         labels = [f"n{k}" for k in range(n_rows)]
         got = re.findall(r"<rect [^>]*/>", heat_strip("t", labels, matrix, 0.0, 10.0, "x"))
         assert got == _heat_strip_rows_one_by_one(labels, matrix)
+
+
+def test_fold_others_sums_as_unique_and_bincount() -> None:
+    """_fold_others: the accounts outside `keep` summed per sample index, as
+    np.unique's sorted indices and a bincount over its inverse give them."""
+    import random
+
+    from tide.sim.report import OTHERS, _fold_others
+
+    rng = random.Random(8)
+    for _ in range(30):
+        series = {}
+        for a in range(rng.randint(0, 8)):
+            pos = np.array(sorted(rng.sample(range(300), rng.randint(0, 40))), dtype=np.int64)
+            series[f"a{a}"] = (pos, np.array([rng.randint(1, 64) for _ in pos], dtype=np.int64))
+        keep = {a for a in series if rng.random() < 0.4}
+        got = _fold_others(series, keep)
+        rest = [v for a, v in series.items() if a not in keep]
+        assert {a: v for a, v in got.items() if a != OTHERS} == {a: series[a] for a in keep}
+        if not rest:
+            assert OTHERS not in got
+            continue
+        pos = np.concatenate([p for p, _ in rest])
+        uniq, inv = np.unique(pos, return_inverse=True)
+        want = np.bincount(inv, weights=np.concatenate([g for _, g in rest])).astype(np.int64)
+        assert got[OTHERS][0].tolist() == uniq.tolist()
+        assert got[OTHERS][1].tolist() == want.tolist()

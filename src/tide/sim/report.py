@@ -295,8 +295,11 @@ def _fold_others(series: _Series, keep: set[str]) -> _Series:
     if rest:
         pos = np.concatenate([p for p, _ in rest])
         gpus = np.concatenate([g for _, g in rest])
-        uniq, inv = np.unique(pos, return_inverse=True)
-        out[OTHERS] = (uniq, np.bincount(inv, weights=gpus).astype(np.int64))
+        # sums per sample index, counted straight into a column of all indices (what
+        # np.unique's sort and inverse gave, without the sort)
+        listed = np.flatnonzero(np.bincount(pos)) if len(pos) else pos
+        total = np.bincount(pos, weights=gpus)[listed] if len(pos) else gpus
+        out[OTHERS] = (listed.astype(np.int64), total.astype(np.int64))
     return out
 
 
