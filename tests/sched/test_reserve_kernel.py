@@ -1,6 +1,7 @@
 """The C reservation (tide.sched._plan via reserve.earliest_c) finds what the
-numpy one (reserve.earliest_py) finds for every one-node fixed-shape job: the
-same start time and the same nodes, in the same order (issue 12 item 2)."""
+numpy one (reserve.earliest_py) finds for every fixed-shape job without
+--switches: the same start time and the same nodes, in the same order, on
+one- and two-level trees (issue 12 item 2)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ pytest.importorskip("tide.sched._plan")
 
 LEAVES = [5, 3, 7, 4]
 NODES = sum(LEAVES)
+# the same nodes in other trees: even ones make switches tie
+TREES = [LEAVES, [5, 5, 4, 5], [2, 8, 4, 5], [19]]
 CORES = 32  # per node (tree_cluster's default: 2 sockets x 16)
 MEM = 512_000
 
@@ -62,31 +65,33 @@ def _context(shape: Shape, eligible: np.ndarray) -> JobContext:
     return JobContext(job(1, nodes=1), [], [eligible], shape)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     st.lists(_run, max_size=40),
     st.lists(_hold, max_size=14),
-    st.tuples(st.integers(0, 2), st.integers(0, 8), st.integers(0, 40)),  # extra nodes, GPUs, CPUs
+    st.tuples(st.integers(1, 6), st.integers(0, 2)),  # nodes, extra nodes
+    st.tuples(st.integers(0, 8), st.integers(0, 40), st.sampled_from([1, 2])),  # GPUs, CPUs, spines
+    st.sampled_from(TREES),
     st.sampled_from([0, 100_000, 400_000]),
     st.booleans(),
     st.integers(1, 500),
     st.sampled_from([1, 7, 60]),
     st.integers(0, 2**NODES - 1),
-    st.sampled_from([0.0, 30.0]),
-    st.sampled_from([None, "resv"]),
+    st.tuples(st.sampled_from([0.0, 30.0]), st.sampled_from([None, "resv"])),  # now, skip
     st.lists(st.integers(0, 2), min_size=NODES, max_size=NODES),
     st.sampled_from([150.0, 1000.0, math.inf]),
 )
 def test_kernel_equals_numpy(  # type: ignore[no-untyped-def]
-    runs, holds, sizes, mem, exclusive, limit, res, mask, now, skip, weights, horizon
+    runs, holds, nodes, per_node, tree, mem, exclusive, limit, res, mask, when, weights, horizon
 ) -> None:
-    extra, gpus, cpus = sizes
-    ix = build_index(tree_cluster(LEAVES, gpus=8))
+    (need, extra), (gpus, cpus, spines), (now, skip) = nodes, per_node, when
+    ix = build_index(tree_cluster(tree, gpus=8, spines=spines))
     ix.weight[:] = weights  # Weight orders the nodes inside a leaf first
     plan = _plan(ix, runs, holds, now)
     eligible = np.array([mask >> i & 1 for i in range(NODES)], dtype=bool)
-    shape = Shape(1, 1 + extra, gpus, gpus, False, cpus, 0, mem, 0, exclusive, "", False, limit)
-    ctx = JobContext(job(1, nodes=1), [], [eligible], shape, reservation=skip)
+    shape = Shape(need, need + extra, gpus, gpus * need, False, cpus, 0, mem, 0, exclusive, "",
+                  False, limit)  # fmt: skip
+    ctx = JobContext(job(1, nodes=need), [], [eligible], shape, reservation=skip)
     assert kernel_applies(plan, ctx)
     got = earliest_c(ix, plan, shape, eligible, skip, horizon, res)
     assert got == earliest_py(ix, plan, ctx, eligible, horizon, res)
@@ -116,12 +121,12 @@ def test_kernel_keeps_the_first_raw_times_only(seed, res, limit) -> None:  # typ
     assert got is None
 
 
-def test_multi_node_jobs_take_the_numpy_path() -> None:
+def test_switches_take_the_numpy_path() -> None:
     ix = build_index(tree_cluster(LEAVES, gpus=8))
     plan = _plan(ix, [(0, 8, 0, 0, 100)], [(1, 0, 50, True, 0, 0, 0, False)], 0.0)
     eligible = np.ones(NODES, dtype=bool)
     shape = Shape(2, 2, 8, 16, False, 1, 0, 0, 0, False, "", False, 100)
-    ctx = JobContext(job(1, nodes=2), [], [eligible], shape)
+    ctx = JobContext(job(1, nodes=2, switches=1), [], [eligible], shape)
     assert not kernel_applies(plan, ctx)
     found = earliest(ix, plan, ctx, eligible, 1000.0, 1)
     assert found == earliest_py(ix, plan, ctx, eligible, 1000.0, 1)

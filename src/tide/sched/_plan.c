@@ -1,11 +1,11 @@
-/* tide.sched._plan: a one-node backfill reservation (tide.sched.reserve) in C.
+/* tide.sched._plan: a fixed-shape backfill reservation (tide.sched.reserve) in C.
  *
  * A transcription, not a new rule: the earliest start and the node that
- * tide.sched.reserve.earliest_py finds for a fixed-shape job of one node,
+ * tide.sched.reserve.earliest_py finds for a job of fixed shape,
  * every comparison and floating-point operation as in tide.sched.plan
  * (hold_aware_ready / past_holds, reservation_candidates with _Candidates,
- * fit_at, base_at) and tide.sched.placement (select_by_capacity's one-node
- * leaf, _fill_fixed's node order), so the two agree bit for bit
+ * fit_at, base_at) and tide.sched.placement (select_by_capacity: _lowest_group,
+ * _fewest_leaves, _fill_fixed), so the two agree bit for bit
  * (tests/sched/test_reserve_kernel.py checks it with hypothesis).
  *
  * Why: month1000 plans ~70 such reservations per backfill pass; in numpy each
@@ -66,19 +66,29 @@ typedef struct {
     const int64_t *free_m, *rel_g, *rel_c, *rel_m;
     const int64_t *hn, *hg, *hc, *hm, *leaf_of, *weight, *cores_need;
     const int64_t *leaf_start, *leaf_nodes; /* each leaf's nodes in index order */
+    const int64_t *levels; /* n_levels x n_leaves: leaf -> switch at each level up */
+    Py_ssize_t n_levels;
     double now, duration, horizon, res;
     int64_t gpn, mem;
     int exclusive;
-    Py_ssize_t take;
+    int64_t need, extra; /* nodes_min, nodes_max - nodes_min */
 } Input;
+
+typedef struct {
+    int64_t count;
+    Py_ssize_t leaf;
+} LeafCount;
 
 typedef struct {
     double *r;        /* hold-aware ready time per node */
     double *raw, *rr; /* candidate times: raw, rounded */
     Py_ssize_t *first, *list; /* whole holds grouped by node */
     int64_t *stamp_blk, *stamp_part, *pg, *pc, *pm, *per_leaf;
+    int64_t *per_switch, *quota; /* per switch of a level, per leaf */
+    Py_ssize_t *group;
+    LeafCount *order;
     char *ok;
-    Py_ssize_t *picked;
+    Py_ssize_t *picked, *out; /* one leaf's fitting nodes; the nodes chosen */
 } Scratch;
 
 /* plan.hold_aware_ready: each eligible node's ready time pushed past the
@@ -198,28 +208,160 @@ static int before(const Input *in, const Scratch *s, Py_ssize_t a, Py_ssize_t b)
     return a < b;
 }
 
-/* select_by_capacity for one node: the leaf with the fewest fitting nodes
- * (lowest index on ties), then up to `take` of its nodes in order. */
-static Py_ssize_t pick(const Input *in, Scratch *s) {
-    Py_ssize_t best = -1;
-    for (Py_ssize_t l = 0; l < in->n_leaves; l++)
-        if (s->per_leaf[l] >= 1 && (best < 0 || s->per_leaf[l] < s->per_leaf[best]))
+/* placement._lowest_group: the leaves (in index order) under the lowest,
+ * best-fitting switch that can hold `need` nodes; returns how many. */
+static Py_ssize_t lowest_group(const Input *in, Scratch *s) {
+    Py_ssize_t nl = in->n_leaves, best = -1;
+    const int64_t *per_leaf = s->per_leaf;
+    for (Py_ssize_t l = 0; l < nl; l++)
+        if (per_leaf[l] >= in->need && (best < 0 || per_leaf[l] < per_leaf[best]))
             best = l;
-    Py_ssize_t got = 0;
-    for (int64_t q = in->leaf_start[best]; q < in->leaf_start[best + 1]; q++)
-        if (s->ok[in->leaf_nodes[q]])
-            s->picked[got++] = in->leaf_nodes[q];
-    Py_ssize_t take = got < in->take ? got : in->take;
-    for (Py_ssize_t a = 0; a < take; a++) { /* selection: `take` is small */
-        Py_ssize_t m = a;
-        for (Py_ssize_t b = a + 1; b < got; b++)
-            if (before(in, s, s->picked[b], s->picked[m]))
-                m = b;
-        Py_ssize_t tmp = s->picked[a];
-        s->picked[a] = s->picked[m];
-        s->picked[m] = tmp;
+    if (best >= 0) {
+        s->group[0] = best;
+        return 1;
     }
-    return take;
+    for (Py_ssize_t k = 0; k < in->n_levels; k++) {
+        const int64_t *level = in->levels + k * nl;
+        memset(s->per_switch, 0, (size_t)nl * sizeof(int64_t));
+        for (Py_ssize_t l = 0; l < nl; l++)
+            s->per_switch[level[l]] += per_leaf[l];
+        for (Py_ssize_t w = 0; w < nl; w++)
+            if (s->per_switch[w] >= in->need && (best < 0 || s->per_switch[w] < s->per_switch[best]))
+                best = w;
+        if (best >= 0) {
+            Py_ssize_t g = 0;
+            for (Py_ssize_t l = 0; l < nl; l++)
+                if (level[l] == best)
+                    s->group[g++] = l;
+            return g;
+        }
+    }
+    for (Py_ssize_t l = 0; l < nl; l++)
+        s->group[l] = l;
+    return nl;
+}
+
+/* most fitting nodes first, then leaf index (np.argsort(-counts, stable) of a
+ * group in index order) */
+static int by_count(const void *a, const void *b) {
+    const LeafCount *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+}
+
+/* placement._fewest_leaves over the group: fullest leaves first, the
+ * remainder on the leaf that fits it best. Sets s->quota; 0: no plan. */
+static int fewest_leaves(const Input *in, Scratch *s, Py_ssize_t g) {
+    const int64_t *per_leaf = s->per_leaf;
+    for (Py_ssize_t q = 0; q < g; q++) {
+        s->order[q].count = per_leaf[s->group[q]];
+        s->order[q].leaf = s->group[q];
+    }
+    qsort(s->order, (size_t)g, sizeof(LeafCount), by_count);
+    int64_t total = 0;
+    Py_ssize_t chosen = 0;
+    for (; chosen < g; chosen++) {
+        int64_t v = s->order[chosen].count;
+        if (v <= 0 || total + v >= in->need)
+            break;
+        total += v;
+    }
+    int64_t remainder = in->need - total;
+    Py_ssize_t last = -1;
+    for (Py_ssize_t q = chosen; q < g; q++) {
+        Py_ssize_t leaf = s->order[q].leaf;
+        if (per_leaf[leaf] >= remainder &&
+            (last < 0 || per_leaf[leaf] < per_leaf[last] ||
+             (per_leaf[leaf] == per_leaf[last] && leaf < last)))
+            last = leaf;
+    }
+    if (last < 0)
+        return 0;
+    memset(s->quota, 0, (size_t)in->n_leaves * sizeof(int64_t));
+    for (Py_ssize_t q = 0; q < chosen; q++)
+        s->quota[s->order[q].leaf] = s->order[q].count;
+    s->quota[last] = remainder;
+    return 1;
+}
+
+/* select_by_capacity on the fitting nodes (s->ok, s->per_leaf): the leaves
+ * (for one node: the leaf with the fewest fitting nodes, lowest index on
+ * ties, said in one step), then _fill_fixed: leaves in index order, each
+ * leaf's quota (and what is left of nodes_max) of its nodes in order.
+ * Returns how many nodes it chose into s->out; 0: none. */
+static Py_ssize_t pick(const Input *in, Scratch *s) {
+    if (in->need == 1) {
+        Py_ssize_t best = -1;
+        for (Py_ssize_t l = 0; l < in->n_leaves; l++)
+            if (s->per_leaf[l] >= 1 && (best < 0 || s->per_leaf[l] < s->per_leaf[best]))
+                best = l;
+        memset(s->quota, 0, (size_t)in->n_leaves * sizeof(int64_t));
+        s->quota[best] = 1;
+    } else if (!fewest_leaves(in, s, lowest_group(in, s))) {
+        return 0;
+    }
+    int64_t extra = in->extra;
+    Py_ssize_t out = 0;
+    for (Py_ssize_t leaf = 0; leaf < in->n_leaves; leaf++) {
+        int64_t quota = s->quota[leaf];
+        if (quota <= 0)
+            continue;
+        Py_ssize_t got = 0;
+        for (int64_t q = in->leaf_start[leaf]; q < in->leaf_start[leaf + 1]; q++)
+            if (s->ok[in->leaf_nodes[q]])
+                s->picked[got++] = in->leaf_nodes[q];
+        Py_ssize_t take = got < quota + extra ? got : (Py_ssize_t)(quota + extra);
+        extra -= take - quota;
+        for (Py_ssize_t a = 0; a < take; a++) { /* selection: `take` is small */
+            Py_ssize_t m = a;
+            for (Py_ssize_t b = a + 1; b < got; b++)
+                if (before(in, s, s->picked[b], s->picked[m]))
+                    m = b;
+            Py_ssize_t tmp = s->picked[a];
+            s->picked[a] = s->picked[m];
+            s->picked[m] = tmp;
+            s->out[out++] = s->picked[a];
+        }
+    }
+    return out;
+}
+
+/* The k-th smallest (0-based) of v[0..n), reordering v (quickselect). */
+static double kth_smallest(double *v, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                double tmp = v[i];
+                v[i] = v[j];
+                v[j] = tmp;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
+}
+
+/* Nodes fit at t (fit_at) and select_by_capacity places the job there: the
+ * count of nodes chosen into s->out, 0 when not. */
+static Py_ssize_t try_at(const Input *in, Scratch *s, double t, int64_t stamp) {
+    if (fit_at(in, s, t, stamp) < in->need)
+        return 0;
+    return pick(in, s);
 }
 
 /* The earliest candidate time where a node fits: sets *t, returns the count of
@@ -227,22 +369,27 @@ static Py_ssize_t pick(const Input *in, Scratch *s) {
 static Py_ssize_t earliest(const Input *in, Scratch *s, double *t_out) {
     hold_aware(in, s);
     double bound = INFINITY;
-    int any = 0;
+    Py_ssize_t count = 0;
     for (Py_ssize_t i = 0; i < in->n; i++)
         if (in->eligible[i]) {
-            any = 1;
+            s->raw[count++] = s->r[i];
             if (s->r[i] < bound)
                 bound = s->r[i];
         }
+    if (count < in->need)
+        return 0;
+    if (in->need > 1) /* the need-th earliest eligible node (np.partition) */
+        bound = kth_smallest(s->raw, count, in->need - 1);
     /* the raw times are ready times >= bound and hold ends > bound, up to the
      * horizon: none past it, else bound is the smallest, and rounding is
      * monotone, so the first candidate is bound rounded (most jobs fit there) */
-    if (!any || !(bound <= in->horizon))
+    if (!(bound <= in->horizon))
         return 0;
     double t = round_up(in, bound);
-    if (fit_at(in, s, t, 1) > 0) {
+    Py_ssize_t picked = try_at(in, s, t, 1);
+    if (picked) {
         *t_out = t;
-        return pick(in, s);
+        return picked;
     }
     Py_ssize_t nraw = 0;
     for (Py_ssize_t i = 0; i < in->n; i++)
@@ -275,9 +422,10 @@ static Py_ssize_t earliest(const Input *in, Scratch *s, double *t_out) {
             }
         if (!found || t > cap)
             return 0;
-        if (fit_at(in, s, t, (int64_t)k + 1) > 0) {
+        picked = try_at(in, s, t, (int64_t)k + 1);
+        if (picked) {
             *t_out = t;
-            return pick(in, s);
+            return picked;
         }
         prev = t;
     }
@@ -296,6 +444,11 @@ static void scratch_free(Scratch *s) {
     free(s->pc);
     free(s->pm);
     free(s->per_leaf);
+    free(s->per_switch);
+    free(s->quota);
+    free(s->group);
+    free(s->order);
+    free(s->out);
     free(s->ok);
     free(s->picked);
 }
@@ -313,11 +466,18 @@ static int scratch_alloc(Scratch *s, Py_ssize_t n, Py_ssize_t h, Py_ssize_t n_le
     s->pg = malloc(nn * sizeof(int64_t));
     s->pc = malloc(nn * sizeof(int64_t));
     s->pm = malloc(nn * sizeof(int64_t));
-    s->per_leaf = malloc(((size_t)n_leaves + 1) * sizeof(int64_t));
+    size_t nl = (size_t)n_leaves + 1;
+    s->per_leaf = malloc(nl * sizeof(int64_t));
+    s->per_switch = malloc(nl * sizeof(int64_t));
+    s->quota = malloc(nl * sizeof(int64_t));
+    s->group = malloc(nl * sizeof(Py_ssize_t));
+    s->order = malloc(nl * sizeof(LeafCount));
+    s->out = malloc(nn * sizeof(Py_ssize_t));
     s->ok = malloc(nn);
     s->picked = malloc((nn + 1) * sizeof(Py_ssize_t));
     return s->r && s->raw && s->rr && s->first && s->list && s->stamp_blk && s->stamp_part &&
-                   s->pg && s->pc && s->pm && s->per_leaf && s->ok && s->picked
+                   s->pg && s->pc && s->pm && s->per_leaf && s->per_switch && s->quota && s->group &&
+                   s->order && s->out && s->ok && s->picked
                ? 0
                : -1;
 }
@@ -325,45 +485,52 @@ static int scratch_alloc(Scratch *s, Py_ssize_t n, Py_ssize_t h, Py_ssize_t n_le
 PyDoc_STRVAR(earliest_doc,
              "earliest(ready, eligible, free_g, free_c, free_m, rel_t, rel_g, rel_c, rel_m,\n"
              "         hn, hs, he, hg, hc, hm, hw, skipped, leaf_of, weight, cores_need,\n"
-             "         leaf_start, leaf_nodes,\n"
-             "         n_leaves, now, duration, horizon, res, gpn, mem, exclusive, take)\n"
-             "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a one-node job.");
+             "         leaf_start, leaf_nodes, levels, n_leaves, n_levels,\n"
+             "         now, duration, horizon, res, gpn, mem, exclusive, need, extra)\n"
+             "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a fixed shape.");
 
 static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[22];
+    PyObject *o[23];
     Input in;
     memset(&in, 0, sizeof(in));
-    long long gpn, mem;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOnddddLLpn", &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
-                          &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &o[19], &o[20],
-                          &o[21], &in.n_leaves,
-                          &in.now, &in.duration, &in.horizon, &in.res, &gpn, &mem,
-                          &in.exclusive, &in.take))
+    long long gpn, mem, need, extra;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOnnddddLLpLL", &o[0], &o[1], &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
+                          &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &o[19],
+                          &o[20], &o[21], &o[22], &in.n_leaves, &in.n_levels, &in.now,
+                          &in.duration, &in.horizon, &in.res, &gpn, &mem, &in.exclusive, &need,
+                          &extra))
         return NULL;
+    if (need < 1 || extra < 0 || in.n_leaves < 1 || in.n_levels < 0) {
+        PyErr_SetString(PyExc_ValueError, "want need >= 1, extra >= 0, a leaf, levels >= 0");
+        return NULL;
+    }
     in.gpn = gpn;
     in.mem = mem;
-    Py_buffer b[22];
+    in.need = need;
+    in.extra = extra;
+    Py_buffer b[23];
     int got = 0;
     PyObject *out = NULL;
     Scratch s;
     double t = 0;
     /* name, kind, length: 'n' nodes, 'k' nodes x releases, 'h' holds */
-    static const char *names[22] = {"ready", "eligible", "free_g", "free_c", "free_m",
+    static const char *names[23] = {"ready", "eligible", "free_g", "free_c", "free_m",
                                     "rel_t", "rel_g", "rel_c", "rel_m", "hn",
                                     "hs", "he", "hg", "hc", "hm",
                                     "hw", "skipped", "leaf_of", "weight", "cores_need",
-                                    "leaf_start", "leaf_nodes"};
-    static const char kinds[] = "d?iiqdqqqqddqqq??qqqqq";
-    static const char lens[] = "nnnnnkkkkhhhhhhhhnnnln"; /* l: leaves + 1 */
+                                    "leaf_start", "leaf_nodes", "levels"};
+    static const char kinds[] = "d?iiqdqqqqddqqq??qqqqqq";
+    static const char lens[] = "nnnnnkkkkhhhhhhhhnnnlnv"; /* l: leaves + 1, v: levels x leaves */
     Py_ssize_t n = -1, h = -1, nk = -1;
-    for (; got < 22; got++) {
+    for (; got < 23; got++) {
         if (got == 16 && o[got] == Py_None)
             continue;
         Py_ssize_t want = lens[got] == 'n'   ? n
                           : lens[got] == 'h' ? h
                           : lens[got] == 'l' ? in.n_leaves + 1
+                          : lens[got] == 'v' ? in.n_levels * in.n_leaves
                                              : nk;
         if (get_view(o[got], &b[got], names[got], kinds[got], want))
             goto done;
@@ -404,6 +571,12 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     in.cores_need = b[19].buf;
     in.leaf_start = b[20].buf;
     in.leaf_nodes = b[21].buf;
+    in.levels = b[22].buf;
+    for (Py_ssize_t q = 0; q < in.n_levels * in.n_leaves; q++)
+        if (in.levels[q] < 0 || in.levels[q] >= in.n_leaves) {
+            PyErr_SetString(PyExc_ValueError, "levels: a switch out of range");
+            goto done;
+        }
     for (Py_ssize_t l = 0; l <= in.n_leaves; l++)
         if (in.leaf_start[l] < 0 || in.leaf_start[l] > n ||
             (l > 0 && in.leaf_start[l] < in.leaf_start[l - 1])) {
@@ -438,7 +611,7 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     } else {
         PyObject *nodes = PyTuple_New(picked);
         for (Py_ssize_t a = 0; nodes && a < picked; a++) {
-            PyObject *v = PyLong_FromSsize_t(s.picked[a]);
+            PyObject *v = PyLong_FromSsize_t(s.out[a]);
             if (!v) {
                 Py_CLEAR(nodes);
                 break;
@@ -462,7 +635,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_plan", "A one-node backfill reservation in C (tide.sched.reserve).",
+    PyModuleDef_HEAD_INIT, "_plan", "A fixed-shape backfill reservation in C (tide.sched.reserve).",
     -1, methods, NULL, NULL, NULL, NULL,
 };
 

@@ -4,9 +4,9 @@
 (tide.sched.plan.reservation_candidates), each tested with the capacity the
 plan leaves then (fit_at, or free_at for a spread shape) and the placement
 rules (select_by_capacity / select_nodes, nodes that are free sooner kept
-open for backfill). `earliest` sends the common case, a fixed-shape job of
-one node (month1000 plans ~70 of them per pass, ~0.25 ms each in numpy), to
-the C transcription `tide.sched._plan` (built by setup.py; optional: without
+open for backfill). `earliest` sends fixed-shape jobs without --switches
+(month1000 plans ~70-100 per pass, 0.25-0.4 ms each in numpy) to the C
+transcription `tide.sched._plan` (built by setup.py; optional: without
 it everything goes through earliest_py, with the same results, which
 tests/sched/test_reserve_kernel.py checks with hypothesis).
 """
@@ -40,12 +40,12 @@ def earliest(
 
 
 def kernel_applies(plan: Plan, ctx: JobContext) -> bool:
-    """What the C transcription covers: one node of a fixed shape, no
-    --switches, start times not moved to will-run batches."""
+    """What the C transcription covers: a fixed shape of at least one node,
+    no --switches, start times not moved to will-run batches."""
     shape = ctx.shape
     return (
         not shape.spread
-        and shape.nodes_min == 1
+        and shape.nodes_min >= 1
         and ctx.job.request.switches is None
         and plan.batch_epoch is None
     )
@@ -82,7 +82,7 @@ def earliest_c(
     assert _kernel is not None
     hn, hs, he, hg, hc, hm, hw, tags = plan.holds.arrays()
     skipped = tags == skip if skip else None
-    leaf_of, weight, leaf_start, leaf_nodes = _node_columns(ix)
+    leaf_of, weight, leaf_start, leaf_nodes, levels = _node_columns(ix)
     got = _kernel.earliest(
         plan.node_ready(shape),
         np.ascontiguousarray(eligible, dtype=bool),
@@ -99,7 +99,9 @@ def earliest_c(
         _cores_needed(ix, shape.cpus_per_node),
         leaf_start,
         leaf_nodes,
+        levels,
         ix.n_leaves,
+        len(ix.levels),
         float(plan.now),
         float(shape.time_limit),
         float(horizon),
@@ -107,14 +109,16 @@ def earliest_c(
         shape.gpus_per_node,
         shape.mem_per_node,
         shape.exclusive,
-        1 + shape.nodes_max - shape.nodes_min,
+        shape.nodes_min,
+        shape.nodes_max - shape.nodes_min,
     )  # fmt: skip
     return got  # type: ignore[no-any-return]
 
 
 def _node_columns(ix: ClusterIndex) -> tuple[np.ndarray, ...]:
-    """Leaf and Weight per node as int64, and each leaf's nodes in index order
-    (leaf_nodes[leaf_start[l]:leaf_start[l + 1]]), memoised per cluster."""
+    """Leaf and Weight per node as int64, each leaf's nodes in index order
+    (leaf_nodes[leaf_start[l]:leaf_start[l + 1]]) and the switch levels as one
+    levels x leaves array, memoised per cluster."""
     got = ix.memo.get("kernel_nodes")
     if got is None:
         leaf_of = np.ascontiguousarray(ix.leaf_of, dtype=np.int64)
@@ -125,6 +129,7 @@ def _node_columns(ix: ClusterIndex) -> tuple[np.ndarray, ...]:
             np.ascontiguousarray(ix.weight, dtype=np.int64),
             bounds.astype(np.int64),
             order.astype(np.int64),
+            np.array(ix.levels, dtype=np.int64).reshape(len(ix.levels), ix.n_leaves).ravel(),
         )
     return got  # type: ignore[return-value]
 
