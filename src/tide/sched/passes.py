@@ -33,7 +33,7 @@ from tide.sched.cycle import Cycle, add_reservation_holds, context, ready
 from tide.sched.eligibility import JobContext, quick_reason
 from tide.sched.placement import Free, Pick, concrete, select_nodes
 from tide.sched.plan import INF, Plan
-from tide.sched.priority import compute_priorities, order_tops, priority_order
+from tide.sched.priority import compute_priorities, order_top, order_tops, priority_order
 from tide.sched.quota import share_with
 from tide.sched.reserve import earliest
 from tide.sched.shape import Shape, time_limit
@@ -55,6 +55,7 @@ def priorities(cyc: Cycle) -> Sequence[int]:
     jobs = snap.pending
     cfg = snap.config
     if not jobs:
+        _follow_empty(cyc)
         return []
     if cfg.order is QueueOrder.FCFS:
         return sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].id))
@@ -112,15 +113,23 @@ def _kept_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> bool:
         memo_order.remove(jid)
     changed = list(delta.changed)
     _rekey(cyc, changed, kept, at)
-    n = len(changed)
-    total = np.fromiter((kept[j.id][1] for j in changed), np.float64, n)
-    tier = np.fromiter((kept[j.id][2] for j in changed), np.int64, n)
-    for job, top in zip(changed, order_tops(tier, total).tolist(), strict=True):
-        memo_order.put((top, job.submit, job.id), job)
+    for job in changed:
+        row = kept[job.id]
+        memo_order.put((order_top(row[2], row[1]), job.submit, job.id), job)
     if len(memo_order) != len(cyc.snap.pending):
         return False
     memo_order.gen = delta.gen
     return True
+
+
+def _follow_empty(cyc: Cycle) -> None:
+    """An empty queue: the kept order follows the driver's delta (else an
+    empty queue now and then, common without a backlog, would send the next
+    cycle to the full sort)."""
+    delta, memo_order = cyc.snap.pending_delta, cyc.memo.order
+    memo_order.clear()
+    if delta is not None:
+        memo_order.gen = delta.gen
 
 
 def _rekey(cyc: Cycle, jobs: list[Job], kept: dict[int, tuple], at: float) -> None:

@@ -113,6 +113,12 @@ def order_tops(tier: np.ndarray, total: np.ndarray) -> np.ndarray:
     return (-tier).astype(np.int64) * 2**33 + (MAX_PRIORITY - total).astype(np.int64)
 
 
+def order_top(tier: int, total: float) -> int:
+    """`order_tops` of one job, without numpy: a priority is in [0,
+    MAX_PRIORITY], where int() truncates as astype(int64) does."""
+    return -tier * 2**33 + int(MAX_PRIORITY - total)
+
+
 def sort_key(
     tier: int, priority: float, submit: float, job_id: int
 ) -> tuple[int, float, float, int]:
