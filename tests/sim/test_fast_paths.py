@@ -368,3 +368,21 @@ def test_parse_swf_line_ends_comments_and_blanks() -> None:
         out = _countsim.parse_swf(text.encode(), width)
         assert isinstance(out, bytearray)
         assert np.frombuffer(out, dtype=np.float64).tolist() == want, repr(text)
+
+
+def test_hostlists_of_non_ascii_names_same_as_compress() -> None:
+    """Node names beyond ASCII take the kernel's decoding branch: the same hostlists."""
+    from tide.hostlist import compress
+    from tide.sim.count_fast import node_strings
+
+    rng = random.Random(4)
+    for names in ([f"nœud{i:02d}" for i in range(1, 30)], [f"n{i:03d}·a" for i in range(1, 30)]):
+        need = np.array([rng.randint(1, 9) for _ in range(200)], dtype=np.int64)
+        ids = np.concatenate([np.sort(rng.sample(range(29), int(k))) for k in need])
+        started = np.array([rng.random() < 0.9 for _ in range(200)])
+        nodelist, gpu_index = node_strings(names, 1, ids.astype(np.int32), need, started)
+        bounds = np.concatenate(([0], np.cumsum(need)))
+        for k in range(200):
+            mine = [names[i] for i in ids[bounds[k] : bounds[k + 1]]] if started[k] else []
+            assert nodelist[k] == (compress(mine) if mine else "")
+            assert gpu_index[k] == (f"{nodelist[k]}:0" if mine else "")

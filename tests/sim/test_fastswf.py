@@ -5,6 +5,7 @@ or whole, and falls back to read_swf for whatever it does not parse itself."""
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,29 @@ def test_blocks_cut_anywhere(
     monkeypatch.setattr(fastswf, "BLOCK", block)
     text = HEADER + "\r\n".join(ROWS * 5) + "\r\n\n; trailing comment\n   \n" + ROWS[0]  # no EOL
     _same(_write(tmp_path, text, "log.swf.gz"))
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+@pytest.mark.parametrize("shape", ["members", "truncated", "trailing bytes"])
+def test_gzip_members_and_damage_in_blocks(
+    tmp_path: Path, parser: str, block: int, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Text inflated at most `block` bytes at a time: two gzip members read as one log
+    (as gzip.open reads them); a truncated stream or bytes after it go to read_swf,
+    which refuses them with gzip's own error, as on the plain reader."""
+    monkeypatch.setattr(fastswf, "BLOCK", block)
+    body = "\n".join(ROWS * 9) + "\n"
+    one, two = gzip.compress((HEADER + body).encode()), gzip.compress(body.encode())
+    data = {"members": one + two, "truncated": one[:-30], "trailing bytes": one + b"junk"}
+    p = tmp_path / "log.swf.gz"
+    p.write_bytes(data[shape])
+    if shape == "members":
+        _same(p)
+        return
+    with pytest.raises((EOFError, OSError)) as plain:
+        list(read_swf(p))
+    with pytest.raises(type(plain.value), match=re.escape(str(plain.value))):
+        list(read_swf_fast(p))
 
 
 @pytest.mark.parametrize(

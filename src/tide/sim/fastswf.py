@@ -38,8 +38,12 @@ except ImportError:  # not built: numpy parses
     _countsim = None  # type: ignore[assignment]
 
 WIDTH = 18  # SWF fields used; extended logs append more
-BLOCK = 1 << 23  # bytes of text parsed at a time: memory stays bounded
+# bytes of text inflated and parsed at a time: memory stays bounded, and a freed block's
+# memory serves the next (a whole SDSC-SP2 log at once paged in ~20 MB more)
+BLOCK = 1 << 20
 _INT_SAFE = 2.0**62  # |x| below this converts to int64 exactly as int() does
+# the fields the columns take: job, submit, run, requested procs and time, user, group
+_USED = [0, 1, 3, 7, 8, 11, 12]
 
 
 @dataclass(slots=True)
@@ -194,29 +198,29 @@ def _parse_fast(
         read += len(rows)
         keep = _strong(rows, info.max_procs or 0, tally) if filt == "strong" else (
             _lenient(rows, info.max_procs, tally))  # fmt: skip
-        parts.append(rows[keep])
+        parts.append(rows[keep][:, _USED])  # the kept rows' fields the columns take
         tally.base += len(rows)
-    f = np.concatenate(parts) if parts else np.zeros((0, WIDTH))
-    used = f[:, [0, 3, 7, 8, 11, 12]]
-    if not np.isfinite(f[:, 1]).all() or not (np.abs(used) < _INT_SAFE).all():
+    f = np.concatenate(parts) if parts else np.zeros((0, len(_USED)))
+    job_id, submit, run, procs, req_time, uid, gid = (f[:, k] for k in range(len(_USED)))
+    used = f[:, [0, 2, 3, 4, 5, 6]]  # the fields read as integers below
+    if not np.isfinite(submit).all() or not (np.abs(used) < _INT_SAFE).all():
         raise _Slow  # int() of inf/NaN fails there, with its own message
     origin, note = 0.0, None
-    if epoch and len(f) and f[0, 1] > _EPOCH_LIKE:
-        origin = float(f[0, 1])
+    if epoch and len(f) and submit[0] > _EPOCH_LIKE:
+        origin = float(submit[0])
         note = f"submit times are epoch seconds; rebased to {origin:.0f}"
-    run = f[:, 3]
     if estimates == "user":
-        limit = np.trunc(f[:, 8]).astype(np.int64)
+        limit = np.trunc(req_time).astype(np.int64)
     else:
         limit = np.maximum(1.0, np.ceil(run)).astype(np.int64)
     cols = SwfColumns(
-        id=np.trunc(f[:, 0]).astype(np.int64),
-        submit=f[:, 1] - origin,
+        id=np.trunc(job_id).astype(np.int64),
+        submit=submit - origin,
         run=np.ascontiguousarray(run),
-        procs=np.trunc(f[:, 7]).astype(np.int64),
+        procs=np.trunc(procs).astype(np.int64),
         limit=limit,
-        uid=np.trunc(f[:, 11]).astype(np.int64),
-        gid=np.trunc(f[:, 12]).astype(np.int64),
+        uid=np.trunc(uid).astype(np.int64),
+        gid=np.trunc(gid).astype(np.int64),
     )
     if note:
         info.unix_start_time = int(origin)
@@ -267,20 +271,21 @@ def _chunks(path: Path) -> Iterator[bytes]:
             return
         d = zlib.decompressobj(31)  # gzip wrapper; CRC and size checked by zlib
         fresh = True  # at the start of a member
-        while raw := f.read(BLOCK // 4):
-            while raw:
+        while raw := f.read(BLOCK):
+            full = False  # the last piece filled BLOCK: zlib may hold more text
+            while raw or full:
                 if fresh and not raw.startswith(b"\x1f\x8b"):
                     raise _Slow
                 try:
-                    out = d.decompress(raw)
+                    out = d.decompress(raw, BLOCK)  # at most BLOCK bytes of text
                 except zlib.error:
                     raise _Slow from None
-                fresh = False
+                fresh, full = False, len(out) == BLOCK
                 if out:
                     yield out
-                raw = b""
+                raw = d.unconsumed_tail  # input left when the text filled BLOCK
                 if d.eof:  # another member may follow, as gzip.open reads it
-                    raw, d, fresh = d.unused_data, zlib.decompressobj(31), True
+                    raw, d, fresh, full = d.unused_data, zlib.decompressobj(31), True, False
         if not fresh:
             raise _Slow  # the last member ended early
 
