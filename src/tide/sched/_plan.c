@@ -72,6 +72,9 @@ typedef struct {
     int64_t gpn, mem;
     int exclusive;
     int64_t need, extra; /* nodes_min, nodes_max - nodes_min */
+    int64_t switches;    /* --switches: most leaves, -1 when none */
+    double deadline;     /* from then on --switches no longer binds */
+    int has_deadline;
 } Input;
 
 typedef struct {
@@ -251,8 +254,9 @@ static int by_count(const void *a, const void *b) {
 }
 
 /* placement._fewest_leaves over the group: fullest leaves first, the
- * remainder on the leaf that fits it best. Sets s->quota; 0: no plan. */
-static int fewest_leaves(const Input *in, Scratch *s, Py_ssize_t g) {
+ * remainder on the leaf that fits it best, in at most `cap` leaves (< 0: any).
+ * Sets s->quota; returns how many leaves, 0: no plan. */
+static Py_ssize_t fewest_leaves(const Input *in, Scratch *s, Py_ssize_t g, int64_t cap) {
     const int64_t *per_leaf = s->per_leaf;
     for (Py_ssize_t q = 0; q < g; q++) {
         s->order[q].count = per_leaf[s->group[q]];
@@ -276,13 +280,26 @@ static int fewest_leaves(const Input *in, Scratch *s, Py_ssize_t g) {
              (per_leaf[leaf] == per_leaf[last] && leaf < last)))
             last = leaf;
     }
-    if (last < 0)
+    if (last < 0 || (cap >= 0 && chosen + 1 > cap))
         return 0;
     memset(s->quota, 0, (size_t)in->n_leaves * sizeof(int64_t));
     for (Py_ssize_t q = 0; q < chosen; q++)
         s->quota[s->order[q].leaf] = s->order[q].count;
     s->quota[last] = remainder;
-    return 1;
+    return chosen + 1;
+}
+
+/* placement._choose_leaves: the lowest switch's plan when it keeps within
+ * max_leaves (< 0: no limit), else the fewest leaves anywhere within it. */
+static int choose_leaves(const Input *in, Scratch *s, int64_t max_leaves) {
+    Py_ssize_t planned = fewest_leaves(in, s, lowest_group(in, s), -1);
+    if (max_leaves < 0)
+        return planned > 0;
+    if (planned > 0 && planned <= max_leaves)
+        return 1;
+    for (Py_ssize_t l = 0; l < in->n_leaves; l++)
+        s->group[l] = l;
+    return fewest_leaves(in, s, in->n_leaves, max_leaves) > 0;
 }
 
 /* select_by_capacity on the fitting nodes (s->ok, s->per_leaf): the leaves
@@ -290,15 +307,15 @@ static int fewest_leaves(const Input *in, Scratch *s, Py_ssize_t g) {
  * ties, said in one step), then _fill_fixed: leaves in index order, each
  * leaf's quota (and what is left of nodes_max) of its nodes in order.
  * Returns how many nodes it chose into s->out; 0: none. */
-static Py_ssize_t pick(const Input *in, Scratch *s) {
-    if (in->need == 1) {
+static Py_ssize_t pick(const Input *in, Scratch *s, int64_t max_leaves) {
+    if (in->need == 1 && (max_leaves < 0 || max_leaves >= 1)) {
         Py_ssize_t best = -1;
         for (Py_ssize_t l = 0; l < in->n_leaves; l++)
             if (s->per_leaf[l] >= 1 && (best < 0 || s->per_leaf[l] < s->per_leaf[best]))
                 best = l;
         memset(s->quota, 0, (size_t)in->n_leaves * sizeof(int64_t));
         s->quota[best] = 1;
-    } else if (!fewest_leaves(in, s, lowest_group(in, s))) {
+    } else if (!choose_leaves(in, s, max_leaves)) {
         return 0;
     }
     int64_t extra = in->extra;
@@ -361,7 +378,8 @@ static double kth_smallest(double *v, Py_ssize_t n, Py_ssize_t k) {
 static Py_ssize_t try_at(const Input *in, Scratch *s, double t, int64_t stamp) {
     if (fit_at(in, s, t, stamp) < in->need)
         return 0;
-    return pick(in, s);
+    int64_t max_leaves = in->has_deadline && t >= in->deadline ? -1 : in->switches;
+    return pick(in, s, max_leaves); /* JobContext.max_leaves(t) */
 }
 
 /* The earliest candidate time where a node fits: sets *t, returns the count of
@@ -486,7 +504,8 @@ PyDoc_STRVAR(earliest_doc,
              "earliest(ready, eligible, free_g, free_c, free_m, rel_t, rel_g, rel_c, rel_m,\n"
              "         hn, hs, he, hg, hc, hm, hw, skipped, leaf_of, weight, cores_need,\n"
              "         leaf_start, leaf_nodes, levels, n_leaves, n_levels,\n"
-             "         now, duration, horizon, res, gpn, mem, exclusive, need, extra)\n"
+             "         now, duration, horizon, res, gpn, mem, exclusive, need, extra,\n"
+             "         switches, deadline, has_deadline)\n"
              "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a fixed shape.");
 
 static PyObject *plan_earliest(PyObject *self, PyObject *args) {
@@ -494,13 +513,13 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     PyObject *o[23];
     Input in;
     memset(&in, 0, sizeof(in));
-    long long gpn, mem, need, extra;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOnnddddLLpLL", &o[0], &o[1], &o[2],
+    long long gpn, mem, need, extra, switches;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOnnddddLLpLLLdp", &o[0], &o[1], &o[2],
                           &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
                           &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &o[19],
                           &o[20], &o[21], &o[22], &in.n_leaves, &in.n_levels, &in.now,
                           &in.duration, &in.horizon, &in.res, &gpn, &mem, &in.exclusive, &need,
-                          &extra))
+                          &extra, &switches, &in.deadline, &in.has_deadline))
         return NULL;
     if (need < 1 || extra < 0 || in.n_leaves < 1 || in.n_levels < 0) {
         PyErr_SetString(PyExc_ValueError, "want need >= 1, extra >= 0, a leaf, levels >= 0");
@@ -510,6 +529,7 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     in.mem = mem;
     in.need = need;
     in.extra = extra;
+    in.switches = switches < 0 ? -1 : switches;
     Py_buffer b[23];
     int got = 0;
     PyObject *out = NULL;

@@ -4,10 +4,10 @@
 (tide.sched.plan.reservation_candidates), each tested with the capacity the
 plan leaves then (fit_at, or free_at for a spread shape) and the placement
 rules (select_by_capacity / select_nodes, nodes that are free sooner kept
-open for backfill). `earliest` sends fixed-shape jobs without --switches
-(month1000 plans ~70-100 per pass, 0.25-0.4 ms each in numpy) to the C
-transcription `tide.sched._plan` (built by setup.py; optional: without
-it everything goes through earliest_py, with the same results, which
+open for backfill). `earliest` sends fixed-shape jobs (month1000 plans
+~70-100 per pass, 0.25-0.6 ms each in numpy) to the C transcription
+`tide.sched._plan` (built by setup.py; optional: without it everything goes
+through earliest_py, with the same results, which
 tests/sched/test_reserve_kernel.py checks with hypothesis).
 """
 
@@ -35,20 +35,17 @@ def earliest(
     """The job's earliest start within the horizon on `eligible` nodes, and
     the nodes to hold then; None when no candidate time fits."""
     if _kernel is not None and kernel_applies(plan, ctx):
-        return earliest_c(ix, plan, ctx.shape, eligible, ctx.reservation, horizon, res)
+        return earliest_c(
+            ix, plan, ctx.shape, eligible, ctx.reservation, horizon, res,
+            ctx.job.request.switches, ctx.switch_deadline,
+        )  # fmt: skip
     return earliest_py(ix, plan, ctx, eligible, horizon, res)
 
 
 def kernel_applies(plan: Plan, ctx: JobContext) -> bool:
     """What the C transcription covers: a fixed shape of at least one node,
-    no --switches, start times not moved to will-run batches."""
-    shape = ctx.shape
-    return (
-        not shape.spread
-        and shape.nodes_min >= 1
-        and ctx.job.request.switches is None
-        and plan.batch_epoch is None
-    )
+    start times not moved to will-run batches."""
+    return not ctx.shape.spread and ctx.shape.nodes_min >= 1 and plan.batch_epoch is None
 
 
 def earliest_py(
@@ -77,8 +74,11 @@ def earliest_c(
     skip: str | None,
     horizon: float,
     res: int,
+    switches: int | None = None,
+    deadline: float | None = None,
 ) -> Found | None:
-    """earliest_py for a job kernel_applies to, in C."""
+    """earliest_py for a job kernel_applies to, in C (switches, deadline: its
+    --switches and when they stop binding, as JobContext.max_leaves)."""
     assert _kernel is not None
     hn, hs, he, hg, hc, hm, hw, tags = plan.holds.arrays()
     skipped = tags == skip if skip else None
@@ -111,6 +111,9 @@ def earliest_c(
         shape.exclusive,
         shape.nodes_min,
         shape.nodes_max - shape.nodes_min,
+        -1 if switches is None else switches,
+        0.0 if deadline is None else float(deadline),
+        deadline is not None,
     )  # fmt: skip
     return got  # type: ignore[no-any-return]
 
