@@ -1314,11 +1314,6 @@ PyDoc_STRVAR(occupancy_doc,
 "(module constant OCCUPANCY_ONE_GPUS). The arithmetic is step_bins' own, step for\n"
 "step, so the numbers are the same.");
 
-typedef struct {
-    double t;
-    int64_t d;
-} OccEvent;
-
 static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[10];
@@ -1337,8 +1332,9 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     int64_t *pair_row = NULL, *pair_g = NULL, *pair_at = NULL, *count = NULL, *acc = NULL;
     int64_t *touched = NULL, *fill = NULL;
-    OccEvent *ev = NULL;
-    double *matrix = NULL, *cum = NULL, *level = NULL, *at = NULL;
+    int32_t *pair_job = NULL;
+    uint32_t *ev = NULL; /* an event: its pair's index << 1, | 1 for an end (4 bytes) */
+    double *matrix = NULL, *cum = NULL, *level = NULL, *at = NULL, *tt = NULL;
     if (got < 10)
         goto done;
     const int64_t *bounds = b[0].buf, *node = b[1].buf, *gpus = b[2].buf, *row_of = b[3].buf;
@@ -1372,15 +1368,20 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    if (entries >= ((Py_ssize_t)1 << 31) || jobs >= ((Py_ssize_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "occupancy: over 2**31 jobs or node entries");
+        goto done;
+    }
     /* each job's GPUs per row (pairs), job after job */
     size_t cap_pairs = (size_t)entries + 1;
     pair_row = malloc(cap_pairs * sizeof(int64_t));
     pair_g = malloc(cap_pairs * sizeof(int64_t));
+    pair_job = malloc(cap_pairs * sizeof(int32_t));
     pair_at = malloc(((size_t)jobs + 1) * sizeof(int64_t));
     acc = calloc((size_t)n_rows + 1, sizeof(int64_t));
     touched = malloc(((size_t)n_rows + 1) * sizeof(int64_t));
     count = calloc((size_t)n_rows + 1, sizeof(int64_t));
-    if (!pair_row || !pair_g || !pair_at || !acc || !touched || !count) {
+    if (!pair_row || !pair_g || !pair_job || !pair_at || !acc || !touched || !count) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1400,6 +1401,7 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         for (int64_t k = 0; k < nt; k++) {
             int64_t r = touched[k];
             pair_row[np_] = r;
+            pair_job[np_] = (int32_t)j;
             pair_g[np_++] = acc[r];
             acc[r] = 0;
             count[r] = 0;
@@ -1417,7 +1419,7 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
     int64_t total = 0;
     for (Py_ssize_t r = 0; r < n_rows; r++)
         total += count[r];
-    ev = malloc(((size_t)total + 1) * sizeof(OccEvent));
+    ev = malloc(((size_t)total + 1) * sizeof(uint32_t));
     size_t bins = (size_t)n_edges - 1;
     matrix = calloc((size_t)n_rows * bins + 1, sizeof(double));
     if (!fill || !ev || !matrix) {
@@ -1435,15 +1437,15 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         if (z >= n_e || (a < n_s && start[by_start[a]] <= end[by_end[z]])) {
             int64_t j = by_start[a++];
             for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
-                ev[fill[pair_row[p]]++] = (OccEvent){start[j], pair_g[p]};
+                ev[fill[pair_row[p]]++] = (uint32_t)p << 1;
         } else {
             int64_t j = by_end[z++];
             for (int64_t p = pair_at[j]; p < pair_at[j + 1]; p++)
-                ev[fill[pair_row[p]]++] = (OccEvent){end[j], -pair_g[p]};
+                ev[fill[pair_row[p]]++] = (uint32_t)p << 1 | 1u;
         }
     }
-    /* one row at a time, in scratch for the largest row (not for all: the rows of a
-     * 128-node log hold ~10^6 events together) */
+    /* one row at a time, its times and levels in scratch for the largest row (the
+     * events of all rows are ~10^6 on a 128-node log: 4 bytes each, not 16) */
     int64_t widest = 0;
     for (Py_ssize_t r = 0, lo = 0; r < n_rows; r++) {
         if (fill[r] - lo > widest)
@@ -1452,14 +1454,15 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
     }
     cum = malloc(((size_t)widest + 1) * sizeof(double));
     level = malloc(((size_t)widest + 1) * sizeof(double));
+    tt = malloc(((size_t)widest + 1) * sizeof(double));
     at = malloc((size_t)n_edges * sizeof(double));
-    if (!cum || !level || !at) {
+    if (!cum || !level || !tt || !at) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t r = 0, lo = 0; r < n_rows; r++) {
         int64_t hi = fill[r], n = hi - lo;
-        const OccEvent *merged = ev + lo;
+        const uint32_t *code = ev + lo;
         lo = hi;
         double *row = matrix + (size_t)r * bins;
         if (n == 0)
@@ -1467,21 +1470,24 @@ static PyObject *countsim_occupancy(PyObject *self, PyObject *args) {
         /* level = cumsum(deltas); cum = [0, cumsum(level[:-1] * diff(ts))] */
         int64_t run = 0;
         for (int64_t i = 0; i < n; i++) {
-            run += merged[i].d;
+            int64_t p = code[i] >> 1, j = pair_job[p];
+            int is_end = code[i] & 1u;
+            tt[i] = is_end ? end[j] : start[j];
+            run += is_end ? -pair_g[p] : pair_g[p];
             level[i] = (double)run;
         }
         cum[0] = 0.0;
         for (int64_t i = 1; i < n; i++) {
-            double term = level[i - 1] * (merged[i].t - merged[i - 1].t);
+            double term = level[i - 1] * (tt[i] - tt[i - 1]);
             cum[i] = i == 1 ? term : cum[i - 1] + term;
         }
         /* at = cum[k] + level[k] * (edge - ts[k]), k the last sample at or before edge */
         int64_t k = -1;
         for (Py_ssize_t e = 0; e < n_edges; e++) {
-            while (k + 1 < n && merged[k + 1].t <= edges[e])
+            while (k + 1 < n && tt[k + 1] <= edges[e])
                 k++;
             int64_t kk = k < 0 ? 0 : k;
-            double v = cum[kk] + level[kk] * (edges[e] - merged[kk].t);
+            double v = cum[kk] + level[kk] * (edges[e] - tt[kk]);
             at[e] = k < 0 ? 0.0 : v;
         }
         double c = (double)(cap[r] > 1 ? cap[r] : 1);
@@ -1494,6 +1500,7 @@ done:
         PyBuffer_Release(&b[i]);
     free(pair_row);
     free(pair_g);
+    free(pair_job);
     free(pair_at);
     free(count);
     free(acc);
@@ -1503,6 +1510,7 @@ done:
     free(matrix);
     free(cum);
     free(level);
+    free(tt);
     free(at);
     return out;
 }
