@@ -21,7 +21,7 @@ state and the order of the phases); policies compose them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from operator import attrgetter
 
 import numpy as np
@@ -394,7 +394,6 @@ def backfill_pass(
     # with some time limit, the same shape with a limit at least as long
     # fails too (the test pyss and Slurm's backfill also skip).
     failed: dict[tuple, float] = {}
-    unlimited: dict[Shape, Shape] = {}
     completing: set[tuple] = set()  # (key, limit) of jobs that would take completing nodes
     closed = _Closed(cyc, plan, order) if snap.starts_only else None
     cg = snap.completing if cfg.will_run_batches else ()
@@ -411,7 +410,7 @@ def backfill_pass(
         if ctx is None:
             continue
         tested += 1
-        key = _shape_key(ctx, snap.now, unlimited)
+        key = _shape_key(ctx, snap.now)
         place = cyc.preempt_places.get(job.id)
         if place is not None:
             # Slurm's backfill finds a preemptor startable now (will-run with its
@@ -552,23 +551,22 @@ def _ready_rest(cyc: Cycle, rest: Sequence[int], started: set[int], tested: int)
             tested += 1
 
 
-def _shape_key(ctx: JobContext, now: float, unlimited: dict[Shape, Shape]) -> tuple:
+# a Shape's fields but its time limit, as one tuple (a key, in C)
+_BARE = attrgetter(*[f.name for f in fields(Shape) if f.name != "time_limit"])
+
+
+def _shape_key(ctx: JobContext, now: float) -> tuple:
     """Jobs with equal keys compete for exactly the same nodes and amounts (the
     leaf switches they may span now included: a job whose --switches wait ran
-    out may start where one still waiting cannot). `unlimited`: shapes with
-    their limit dropped, kept for the pass."""
+    out may start where one still waiting cannot)."""
     req = ctx.job.request
     shape = ctx.shape
-    if not (shape.enforce_binding or shape.cpus_per_gpu > 0):
-        # the limit is what the test compares (`failed` keeps the shortest that
-        # failed); with binding a node may be dropped and the pick redone, so a
-        # smaller capacity might succeed where a larger failed: keyed whole
-        bare = unlimited.get(shape)
-        if bare is None:
-            bare = unlimited[shape] = replace(shape, time_limit=0)
-        shape = bare
+    # the limit is what the test compares (`failed` keeps the shortest that
+    # failed); with binding a node may be dropped and the pick redone, so a
+    # smaller capacity might succeed where a larger failed: keyed whole
+    bare = shape if shape.enforce_binding or shape.cpus_per_gpu > 0 else _BARE(shape)
     return (
-        shape,
+        bare,
         tuple(p.name for p in ctx.parts),
         req.constraint,
         req.nodelist,

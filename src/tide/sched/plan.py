@@ -67,10 +67,16 @@ class Holds:
                 grown = np.zeros(2 * len(col), dtype=col.dtype)
                 grown[: self._n] = col
                 self._data[name] = grown
-        row = (node, start, end, gpus, cores, mem, whole, tag)
-        for (name, _), value in zip(self._COLS, row, strict=True):
-            self._data[name][self._n] = value
-        self._data["plain"][self._n] = tag == ""
+        d, k = self._data, self._n  # one store per column (a pass adds hundreds)
+        d["node"][k] = node
+        d["start"][k] = start
+        d["end"][k] = end
+        d["gpus"][k] = gpus
+        d["cores"][k] = cores
+        d["mem"][k] = mem
+        d["whole"][k] = whole
+        d["tag"][k] = tag
+        d["plain"][k] = tag == ""
         self._n += 1
         self._views = None
 
