@@ -201,6 +201,9 @@ typedef struct {
     double *start, *acct_seconds;
     int64_t *off; /* job -> first slot in ids */
     int32_t *ids;
+    /* start and ids live in the bytes objects returned (written before anyone sees
+     * them): no copy of megabytes at the end */
+    PyObject *start_out, *ids_out;
     int64_t *by_account;
     int64_t *acct_order; /* accounts in first-start order (dict insertion order) */
     Py_ssize_t n_order;
@@ -596,10 +599,10 @@ static void sim_free(Sim *s) {
     free(s->p_free);
     free(s->floor);
     free(s->heap.e);
-    free(s->start);
+    Py_CLEAR(s->start_out);
     free(s->acct_seconds);
     free(s->off);
-    free(s->ids);
+    Py_CLEAR(s->ids_out);
     free(s->by_account);
     free(s->acct_order);
     free(s->acct_seen);
@@ -623,7 +626,8 @@ static int sim_alloc(Sim *s) {
     s->p_times = malloc(2 * n * sizeof(double)); /* running + 1 + one split per queued job */
     s->p_free = malloc(2 * n * sizeof(int64_t));
     s->floor = malloc(n * sizeof(int64_t));
-    s->start = malloc(n * sizeof(double));
+    s->start_out = PyBytes_FromStringAndSize(NULL, s->n * (Py_ssize_t)sizeof(double));
+    s->start = s->start_out ? (double *)PyBytes_AS_STRING(s->start_out) : NULL;
     s->acct_seconds = calloc(a, sizeof(double));
     s->off = malloc(n * sizeof(int64_t));
     s->by_account = calloc(a, sizeof(int64_t));
@@ -639,7 +643,8 @@ static int sim_alloc(Sim *s) {
         total += s->need[j];
         s->start[j] = NAN;
     }
-    s->ids = malloc(((size_t)total + 1) * sizeof(int32_t));
+    s->ids_out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((size_t)total * sizeof(int32_t)));
+    s->ids = s->ids_out ? (int32_t *)PyBytes_AS_STRING(s->ids_out) : NULL;
     if (!s->ids)
         return -1;
     for (int64_t k = 0; k < total; k++)
@@ -741,11 +746,9 @@ static PyObject *countsim_run(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t total = n ? s.off[n - 1] + s.need[n - 1] : 0;
     out = Py_BuildValue(
         "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:L,s:L}",
-        "start", bytes_of(s.start, (size_t)n * sizeof(double)),
-        "ids", bytes_of(s.ids, (size_t)total * sizeof(int32_t)),
+        "start", Py_NewRef(s.start_out), "ids", Py_NewRef(s.ids_out),
         "acct_seconds", bytes_of(s.acct_seconds, (size_t)n_acct * sizeof(double)),
         "acct_order", bytes_of(s.acct_order, (size_t)s.n_order * sizeof(int64_t)),
         "t", bytes_of(s.s_t.data, s.s_t.len),
