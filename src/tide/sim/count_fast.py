@@ -231,7 +231,7 @@ def _results(
     return ResultTable.build(
         n, job_id=job_id, name=name, user=user, account=account, partition=partition, qos=qos,
         gpus=need * gpn, nodes=need, submit=submit, eligible=submit, start=start, end=end,
-        state=[state[c] for c in code.tolist()], nodelist=nodelist, gpu_index=gpu_index,
+        state=list(map(state.__getitem__, code.tolist())), nodelist=nodelist, gpu_index=gpu_index,
         placement=placement,
     )  # fmt: skip
 

@@ -62,7 +62,9 @@ class SwfColumns:
         return len(self.id)
 
     def users(self) -> list[str]:
-        return coded(self.uid, "u").labels()
+        uniq, inv = np.unique(self.uid, return_inverse=True)  # no order of names needed
+        names = [_label("u", v) for v in uniq.tolist()]
+        return list(map(names.__getitem__, inv.reshape(-1).tolist()))
 
     def accounts(self) -> list[str]:
         return self.account_codes().labels()
@@ -83,11 +85,15 @@ class Coded:
         return list(map(self.names.__getitem__, self.codes.tolist()))
 
 
+def _label(prefix: str, v: int) -> str:
+    return f"{prefix}{v}" if v >= 0 else "unknown"
+
+
 def coded(values: np.ndarray, prefix: str) -> Coded:
     """f"{prefix}{v}" for v >= 0, else "unknown" (as swf._to_job), as codes: one
     label per distinct value, not one string per entry."""
     uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
-    labels = [f"{prefix}{v}" if v >= 0 else "unknown" for v in uniq.tolist()]
+    labels = [_label(prefix, v) for v in uniq.tolist()]
     index: dict[str, int] = {}  # several negative values share "unknown"
     code = np.empty(len(uniq), dtype=np.int64)
     for u in np.argsort(first, kind="stable").tolist():
