@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from tide.model import Account, AccountTree, NodeState
 from tide.sched.cycle import CycleMemo
 from tide.sched.index import build_index
-from tide.sched.limits import LimitChecker
+from tide.sched.limits import LimitChecker, RunningGroups
 from tide.sched.plan import Holds
-from tide.sched.types import Allocation, NodeAlloc, Running
+from tide.sched.types import Allocation, NodeAlloc, Running, RunningDelta
 from tide.testing.builders import flat_cluster, job, snapshot
 
 
@@ -156,3 +156,58 @@ def test_gpu_candidates_kept_in_the_index_pick_as_before() -> None:
                 for _ in range(2):  # computed, then from the memo
                     got = concrete(ix, gpu_mask, [full_cores] * 2, pick, binding)
                     assert (got.gpus, got.cores) == want if want else got is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    _runs,
+    st.lists(
+        st.tuples(st.sampled_from(["start", "end", "renew"]), st.integers(0, 39), st.booleans()),
+        min_size=1,
+        max_size=30,
+    ),
+)
+def test_running_groups_follow_the_drivers_delta(rows, steps) -> None:  # type: ignore[no-untyped-def]
+    """With a RunningDelta (the twin) the groups are updated from the started
+    and gone views alone, and count what `add` counts; a view the delta left
+    out is still counted (the whole list is compared then)."""
+    pool = []
+    for i, (account, user, qos, array, per_node) in enumerate(rows):
+        j = job(i + 1, account=account, user=user)
+        j.qos, j.array_job_id = qos, array
+        nodes = tuple(NodeAlloc(k, tuple(range(g))) for k, g in enumerate(per_node))
+        pool.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+    groups = RunningGroups()
+    current: dict[int, Running] = {}
+    started: list[Running] = []
+    gone: list[Running] = []
+    since, followed = 0, 0
+    for gen, (op, k, cycle) in enumerate(steps, start=1):
+        if op == "start" and pool:
+            r = pool[k % len(pool)]
+            if r.job.id not in current:
+                current[r.job.id] = r
+                started.append(r)
+        elif current:
+            jid = list(current)[k % len(current)]
+            gone.append(current.pop(jid))
+            if op == "renew":  # the same job given anew (a resume moved its limit)
+                r = current[jid] = Running(gone[-1].job, gone[-1].alloc, 0.0, 7200.0)
+                started.append(r)
+        if not cycle:
+            continue
+        delta = RunningDelta(since, gen, tuple(started), tuple(gone))
+        if k % 7 == 0 and started:  # a driver that left one out
+            delta = RunningDelta(since, gen, tuple(started[1:]), tuple(gone))
+        running = list(current.values())
+        one, kept = LimitChecker(_tree()), LimitChecker(_tree())
+        for r in running:
+            one.add(r.job, r.alloc.gpu_count)
+        kept.add_groups(groups.update(running, delta))
+        for name in one.count.__slots__:
+            got = {k: v for k, v in getattr(kept.count, name).items() if v}
+            want = {k: v for k, v in getattr(one.count, name).items() if v}
+            assert got == want, name
+        followed += groups._gen == gen
+        started, gone, since = [], [], gen
+    assert followed == sum(1 for s in steps if s[2])  # every cycle followed its delta

@@ -259,7 +259,7 @@ def open_cycle(
     usage.usable = memo.schedulable(snap, ix)
     limits = LimitChecker(snap.accounts, ledger_for(snap.quotas, snap.accounts, ix.gpu_type))
     if limits.quota is None:
-        limits.add_groups(memo.running.update(snap.running))
+        limits.add_groups(memo.running.update(snap.running, snap.running_delta))
     else:
         limits.add_running(snap.running)
     memo.validate(snap.accounts, usage.usable)

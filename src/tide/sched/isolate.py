@@ -55,7 +55,7 @@ def schedule_isolating(
         if not snap.pending:
             raise
     # other pending lists than the driver's: what it says changed is not known
-    snap = replace(snap, pending_delta=None)
+    snap = replace(snap, pending_delta=None, running_delta=None)
     schedule(replace(snap, pending=[]))  # raises if no pending job is at fault
     kept, faults = _partition(schedule, snap)
     return schedule(replace(snap, pending=kept)), tuple(faults)

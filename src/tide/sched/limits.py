@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tide.model import AccountTree, Job, Limits, Partition
 from tide.sched.quota import QuotaLedger
 from tide.sched.shape import Shape
-from tide.sched.types import Reason, Running
+from tide.sched.types import Reason, Running, RunningDelta
 
 GPU = "gres/gpu"
 
@@ -58,29 +58,51 @@ class RunningGroups:
     def __init__(self) -> None:
         self._seen: dict[int, tuple[Running, tuple, int]] = {}
         self.groups: dict[tuple, list[int]] = {}  # key -> [jobs, GPUs]
+        self._gen: int | None = None  # the driver's snapshot they follow (RunningDelta)
 
-    def update(self, running: list[Running]) -> dict[tuple, list[int]]:
+    def update(
+        self, running: list[Running], delta: RunningDelta | None = None
+    ) -> dict[tuple, list[int]]:
+        """The groups of `running`; with the driver's delta that follows the
+        last update, only the jobs it names are counted in or out."""
+        if delta is not None and self._gen is not None and delta.since == self._gen:
+            for r in delta.started:  # first: a job started and gone since is no-op
+                if id(r) not in self._seen:
+                    self._add(id(r), r)
+            for r in delta.gone:
+                if id(r) in self._seen:
+                    self._remove(id(r))
+            if len(self._seen) == len(running):
+                self._gen = delta.gen
+                return self.groups
+        self._gen = None
         now = dict(zip(map(id, running), running, strict=True))
         if len(now) != len(running):  # one Running listed twice: counted twice, not kept
             return _grouped(running)
         seen, groups = self._seen, self.groups
+        self._gen = delta.gen if delta is not None else None
         if now.keys() == seen.keys():
             return groups
         for gone in seen.keys() - now.keys():
-            _, key, gpus = seen.pop(gone)
-            group = groups[key]
-            group[0] -= 1
-            group[1] -= gpus
-            if not group[0]:
-                del groups[key]
+            self._remove(gone)
         for new in now.keys() - seen.keys():
-            r = now[new]
-            key, gpus = limit_key(r.job), r.alloc.gpu_count
-            seen[new] = (r, key, gpus)
-            group = groups.setdefault(key, [0, 0])
-            group[0] += 1
-            group[1] += gpus
+            self._add(new, now[new])
         return groups
+
+    def _add(self, ident: int, r: Running) -> None:
+        key, gpus = limit_key(r.job), r.alloc.gpu_count
+        self._seen[ident] = (r, key, gpus)
+        group = self.groups.setdefault(key, [0, 0])
+        group[0] += 1
+        group[1] += gpus
+
+    def _remove(self, ident: int) -> None:
+        _, key, gpus = self._seen.pop(ident)
+        group = self.groups[key]
+        group[0] -= 1
+        group[1] -= gpus
+        if not group[0]:
+            del self.groups[key]
 
 
 def _grouped(running: Iterable[Running]) -> dict[tuple, list[int]]:

@@ -114,6 +114,20 @@ class PendingDelta:
     gone: frozenset[int] = frozenset()
 
 
+@dataclass(slots=True, frozen=True)
+class RunningDelta:
+    """What a driver that keeps its `Running` objects between cycles (the twin)
+    says changed in snap.running since its snapshot `since`: the objects it
+    added (a start, or a job's view given anew) and those it took out (an
+    end, or the old view). Every other one is the same object as then. `gen`
+    names this snapshot; the core updates what it counted, else counts all."""
+
+    since: int
+    gen: int
+    started: tuple[Running, ...]
+    gone: tuple[Running, ...]
+
+
 @dataclass(slots=True)
 class Snapshot:
     cluster: Cluster
@@ -166,6 +180,8 @@ class Snapshot:
     # twin; PendingDelta); None: not known (the live server builds fresh jobs),
     # the core compares every pending job with what it kept
     pending_delta: PendingDelta | None = None
+    # the same for the running jobs (RunningDelta); None: not known
+    running_delta: RunningDelta | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tide.model import Job
-from tide.sched.types import Allocation, Running
+from tide.sched.types import Allocation, Running, RunningDelta
+from tide.sim.pending import next_gen
 from tide.sim.workload.base import SimJob
 
 _MISSING: Any = object()
@@ -50,6 +51,10 @@ class ActiveJobs(dict[int, Active]):
         self.checkpointing: dict[int, Active] = {}  # jobs with a checkpoint interval
         self._limits: list[tuple[float, int, int]] = []  # (limit end, seq, job)
         self._overdue: dict[int, int] = {}  # past their limit, not ended yet: job -> seq
+        # `runs` added and taken out since the last `delta` (Snapshot.running_delta)
+        self._started: list[Running] = []
+        self._gone: list[Running] = []
+        self._gen = 0
 
     def __setitem__(self, jid: int, act: Active) -> None:
         if jid in self:
@@ -61,7 +66,7 @@ class ActiveJobs(dict[int, Active]):
         super().__setitem__(jid, act)
         self._seq[jid] = seq
         self._accounts.setdefault(act.job.account, {})[jid] = act.alloc.gpu_count
-        self.runs[jid] = Running(act.job, act.alloc, act.start, act.limit_end)
+        self.set_run(jid, Running(act.job, act.alloc, act.start, act.limit_end))
         if act.sim.checkpoint_interval:
             self.checkpointing[jid] = act
         heapq.heappush(self._limits, (act.limit_end, seq, jid))
@@ -86,9 +91,27 @@ class ActiveJobs(dict[int, Active]):
         del jobs[jid]
         if not jobs:
             del self._accounts[act.job.account]
-        del self.runs[jid]
+        self._gone.append(self.runs.pop(jid))
         self.checkpointing.pop(jid, None)
         self._overdue.pop(jid, None)
+
+    def set_run(self, jid: int, run: Running) -> None:
+        """The core's view of a running job, new or given anew (a resume moved
+        its limit)."""
+        old = self.runs.get(jid)
+        if old is not None:
+            self._gone.append(old)
+        self.runs[jid] = run
+        self._started.append(run)
+
+    def delta(self) -> RunningDelta:
+        """The views added and taken out since the last delta (then forgotten)."""
+        gen = next_gen()
+        out = RunningDelta(self._gen, gen, tuple(self._started), tuple(self._gone))
+        self._gen = gen
+        self._started.clear()
+        self._gone.clear()
+        return out
 
     def gpus_by_account(self) -> dict[str, int]:
         """Allocated GPUs per account, accounts in the order of their first

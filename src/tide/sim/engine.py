@@ -45,6 +45,7 @@ from tide.sched.types import (
     Preemption,
     Reason,
     Running,
+    RunningDelta,
     Snapshot,
     Start,
 )
@@ -546,12 +547,18 @@ class Engine:
         return last + period
 
     def _pass(self, now: float, backfill: bool) -> None:
+        running = self._running(now)
+        # after _running: a resume gives new views
+        running_delta: RunningDelta | None = self.active.delta()
+        if self.preempting or self.suspended:  # fresh views, not the kept ones
+            running_delta = None
         snap = Snapshot(
             cluster=self.cluster,
             config=self.config,
             now=now,
             pending=list(self.pending.values()),
-            running=self._running(now),
+            running=running,
+            running_delta=running_delta,
             accounts=self.accounts,
             usage=self.fs_usage,
             finished=self.finished,
@@ -643,7 +650,7 @@ class Engine:
         if self._resumed:  # a resume moves a job's limit in place: its view follows
             for jid, a in self.active.items():
                 if runs[jid].end != a.limit_end:
-                    runs[jid] = Running(a.job, a.alloc, a.start, a.limit_end)
+                    self.active.set_run(jid, Running(a.job, a.alloc, a.start, a.limit_end))
         return list(runs.values())
 
     def _planned_end(self, act: Active, now: float) -> float:

@@ -19,6 +19,11 @@ from tide.sched.types import PendingDelta
 _GENS = count(1)  # snapshot names, unique in the process (a memo follows one driver)
 
 
+def next_gen() -> int:
+    """A new snapshot name (PendingDelta.gen, RunningDelta.gen)."""
+    return next(_GENS)
+
+
 class PendingJobs(dict[int, Job]):
     """Job id -> pending job, remembering the ids put in, touched or taken
     out since the last `delta`."""
@@ -66,7 +71,7 @@ class PendingJobs(dict[int, Job]):
 
     def delta(self) -> PendingDelta:
         """What changed since the last delta (then forgotten)."""
-        gen = next(_GENS)
+        gen = next_gen()
         changed = tuple(self[j] for j in sorted(self._changed) if j in self)
         out = PendingDelta(self._gen, gen, changed, frozenset(self._gone))
         self._gen = gen
@@ -75,4 +80,4 @@ class PendingJobs(dict[int, Job]):
         return out
 
 
-__all__ = ["PendingJobs"]
+__all__ = ["PendingJobs", "next_gen"]
