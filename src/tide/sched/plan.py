@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -143,7 +144,9 @@ class Plan:
                 zero_m,
                 np.array([]),
             )
-        arr = np.array(rows, dtype=np.float64)
+        # from one flat iterator: half the time of np.array on a list of tuples
+        flat = chain.from_iterable(rows)
+        arr = np.fromiter(flat, dtype=np.float64, count=5 * len(rows)).reshape(-1, 5)
         order = np.lexsort((arr[:, 1], arr[:, 0]))
         arr = arr[order]
         nodes = arr[:, 0].astype(np.int64)
