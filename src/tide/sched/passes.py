@@ -67,7 +67,9 @@ def priorities(cyc: Cycle) -> Sequence[int]:
     kept = cyc.memo.priorities(snap, at)
     order: Sequence[int]
     if _kept_order(cyc, kept, at):
-        cyc.snap = replace(snap, pending=list(cyc.memo.order.jobs))
+        # the kept list itself, not a copy (a copy is O(pending) a cycle): phases
+        # never modify the snapshot, and it changes only in the next cycle's update
+        cyc.snap = replace(snap, pending=cyc.memo.order.jobs)
         order = range(len(jobs))
     else:
         order = _sorted_order(cyc, kept, at)
@@ -136,13 +138,14 @@ def _rekey(cyc: Cycle, jobs: list[Job], kept: dict[int, tuple], at: float) -> No
     """The priorities of those `jobs` whose key is not the one kept."""
     snap, cfg = cyc.snap, cyc.snap.config
     rows = [(j, k, kept.get(j.id)) for j, k in zip(jobs, map(_priority_key, jobs), strict=True)]
-    new = [j for j, k, row in rows if row is None or row[0] != k]
+    new = [(j, k) for j, k, row in rows if row is None or row[0] != k]
     if new:  # a job's priority depends on itself and on what the memo keys on, only
         fs = cyc.memo.fair_share(snap) if cfg.weights.fairshare else {}
         part = cyc.partitions
-        res = compute_priorities(new, snap.cluster, cfg, snap.accounts, fs, at, part)  # type: ignore[arg-type]
-        for j, total, tier in zip(new, res.total.tolist(), res.tier.tolist(), strict=True):
-            kept[j.id] = (_priority_key(j), total, tier)
+        res = compute_priorities([j for j, _ in new], snap.cluster, cfg, snap.accounts, fs, at,
+                                 part)  # type: ignore[arg-type]  # fmt: skip
+        for (j, k), total, tier in zip(new, res.total.tolist(), res.tier.tolist(), strict=True):
+            kept[j.id] = (k, total, tier)
 
 
 def _priority_key(job: Job) -> tuple:
