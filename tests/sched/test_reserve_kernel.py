@@ -135,3 +135,16 @@ def test_spread_shapes_take_the_numpy_path() -> None:
     found = earliest(ix, plan, ctx, eligible, 1000.0, 1)
     assert found == earliest_py(ix, plan, ctx, eligible, 1000.0, 1)
     assert found is not None and sum(1 for _ in found[1]) >= 2
+
+
+def test_an_integer_now_works() -> None:
+    """With `now` an int and no node short, node_ready is an int64 array: the
+    C call takes it as float64 (test_properties' snapshots start at now=0)."""
+    ix = build_index(tree_cluster(LEAVES, gpus=8))
+    plan = Plan.build(ix, Usage.empty(ix), [], 0)
+    eligible = np.ones(NODES, dtype=bool)
+    shape = Shape(2, 2, 8, 16, False, 1, 0, 0, 0, False, "", False, 100)
+    assert plan.node_ready(shape).dtype == np.int64
+    ctx = JobContext(job(1, nodes=2), [], [eligible], shape)
+    got = earliest_c(ix, plan, shape, eligible, None, 1000.0, 1)
+    assert got is not None and got == earliest_py(ix, plan, ctx, eligible, 1000.0, 1)

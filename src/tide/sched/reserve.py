@@ -83,8 +83,10 @@ def earliest_c(
     hn, hs, he, hg, hc, hm, hw, tags = plan.holds.arrays()
     skipped = tags == skip if skip else None
     leaf_of, weight, leaf_start, leaf_nodes, levels = _node_columns(ix)
+    # node_ready is int64 when `now` is an int and no node is short
+    ready = np.ascontiguousarray(plan.node_ready(shape), dtype=np.float64)
     got = _kernel.earliest(
-        plan.node_ready(shape),
+        ready,
         np.ascontiguousarray(eligible, dtype=bool),
         np.ascontiguousarray(plan.free_gpus, dtype=np.int32),
         np.ascontiguousarray(plan.free_cores, dtype=np.int32),
