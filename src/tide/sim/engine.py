@@ -117,6 +117,11 @@ class Engine:
     # the twin reads starts, not planned starts: backfill stops once nothing
     # left can start (Snapshot.starts_only); off: every job planned, as before
     starts_only: bool = True
+    # tell the core what changed in the queue and among the running jobs since
+    # the last snapshot (Snapshot.pending_delta, running_delta), so it keeps its
+    # priority order and limit counts; off: None, the full sort and count every
+    # cycle, as the live server (the property tests compare both)
+    deltas: bool = True
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -550,7 +555,7 @@ class Engine:
         running = self._running(now)
         # after _running: a resume gives new views
         running_delta: RunningDelta | None = self.active.delta()
-        if self.preempting or self.suspended:  # fresh views, not the kept ones
+        if self.preempting or self.suspended or not self.deltas:  # fresh views, not kept ones
             running_delta = None
         snap = Snapshot(
             cluster=self.cluster,
@@ -572,7 +577,7 @@ class Engine:
             main_pass=self._by_event or not backfill,
             quotas=self.quotas,
             starts_only=self.starts_only,
-            pending_delta=self._queue.delta(),
+            pending_delta=self._queue.delta() if self.deltas else None,
         )
         decisions, faulty = schedule_isolating(lambda s: self.policy.schedule(s, self.usage), snap)
         for f in faulty:

@@ -1,0 +1,80 @@
+"""The twin's engine with every fast path on gives byte-identical jobs.csv and
+equal metrics to the engine computing everything each cycle (issue 12,
+"Tests"), under every policy: the fast side is the default Engine (quiet
+passes skipped, backfill stopped once nothing can start, the kept priority
+order and running counts from the driver's deltas, reservations in C); the
+plain side turns each off (skip_quiet, starts_only, deltas False; the numpy
+reservation rule, reserve._kernel None). Random slurm.conf clusters and
+workloads from engine_cases, with preemption (partition_prio, REQUEUE or
+CANCEL) and node failures. The twin takes no advance reservations (the
+Snapshot's are the live server's), so none is drawn."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from engine_cases import faults, load_conf, node_faults, preempting_confs, rows, sim_jobs
+from hypothesis import given, settings
+
+from tide.config.loaded import LoadedCluster
+from tide.model.sched_config import BackfillMode
+from tide.sched import reserve
+from tide.sim.engine import Engine
+from tide.sim.events import Fault
+from tide.sim.metrics import compute_metrics
+from tide.sim.outputs import write_jobs_csv
+from tide.sim.workload.base import SimJob
+
+POLICIES = ("slurm", "tide", "kueue", "volcano", "k8s-default")
+
+
+@contextmanager
+def numpy_reservations() -> Iterator[None]:
+    """Every reservation through reserve.earliest_py (as without the C build)."""
+    kept, reserve._kernel = reserve._kernel, None
+    try:
+        yield
+    finally:
+        reserve._kernel = kept
+
+
+def run(
+    loaded: LoadedCluster, backfill: str, policy: str, jobs: list[SimJob], down: list[Fault],
+    fast: bool,
+) -> tuple[bytes, str]:  # fmt: skip
+    """jobs.csv's bytes and the metrics (as JSON text: NaN equals NaN)."""
+    cfg = copy.deepcopy(loaded.config)
+    cfg.backfill = BackfillMode(backfill)
+    eng = Engine(copy.deepcopy(loaded.cluster), cfg, policy, copy.deepcopy(loaded.accounts),
+                 list(down), skip_quiet=fast, starts_only=fast, deltas=fast)  # fmt: skip
+    out = eng.run(copy.deepcopy(jobs))
+    metrics = compute_metrics(out.results, out.capacity_gpus, out.samples)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "jobs.csv"
+        write_jobs_csv(path, out.results)
+        return path.read_bytes(), json.dumps(metrics, sort_keys=True, default=str)
+
+
+def assert_same(c: dict, data: list[tuple], fail: list) -> None:
+    loaded = load_conf(c)
+    jobs = sim_jobs(data, c["gpus"], urgent=bool(c["preempt"]))
+    down = node_faults(fail, c["nodes"])
+    for policy in POLICIES:
+        fast = run(loaded, c["backfill"], policy, jobs, down, fast=True)
+        with numpy_reservations():
+            plain = run(loaded, c["backfill"], policy, jobs, down, fast=False)
+        assert fast[0].decode() == plain[0].decode(), policy
+        assert fast[1] == plain[1], policy
+
+
+@pytest.mark.slow
+@settings(max_examples=40)
+@given(preempting_confs, rows, faults)
+def test_every_fast_path_equals_the_plain_engine(c: dict, data: list[tuple], fail: list) -> None:
+    assert_same(c, data, fail)
