@@ -148,6 +148,7 @@ if __name__ == "__main__":
 # --- the controller's side --------------------------------------------------
 
 START_GRACE = 15.0  # seconds a new agent may take to write its pid file
+LEAVE_WAIT = 10.0  # seconds a starting controller waits for an agent asked to stop
 
 
 @dataclass(slots=True, frozen=True)
@@ -180,8 +181,23 @@ class AgentPool:
         jobdir.write_json_atomic(self.dir / CONFIG, cfg)
         self.names = list(names)
         for name in names:
+            self._let_leave(name)
             if self.pid(name) is None and not (self.dir / name / PIDFILE).exists():
                 self.spawn(name)
+
+    def _let_leave(self, name: str) -> None:
+        """An agent asked to stop by the last controller is leaving: wait for its clean
+        exit, so it is replaced, not adopted. Adopted, it exited a moment later and its
+        node looked dead (DOWN, fenced: its jobs killed). The last controller waits only
+        for the agents it spawned, and a loaded machine may take any time to run one."""
+        if not (self.dir / name / STOP).exists():
+            return
+        deadline = time.time() + LEAVE_WAIT
+        while self.pid(name) is not None and time.time() < deadline:
+            time.sleep(0.05)
+        if self.pid(name) is not None:  # still there: it serves on instead
+            with contextlib.suppress(FileNotFoundError):
+                (self.dir / name / STOP).unlink()
 
     def spawn(self, name: str) -> None:
         d = self.dir / name
