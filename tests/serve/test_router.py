@@ -105,7 +105,10 @@ class Rig:
         return self.ups[name] if name in self.ups else self.upstream(name)
 
     def endpoints(self, **ports: int) -> None:
-        doc = {"endpoints": [{"id": n, "host": "127.0.0.1", "port": p} for n, p in ports.items()]}
+        self.update({"endpoints": [{"id": n, "host": "127.0.0.1", "port": p}
+                                   for n, p in ports.items()]})  # fmt: skip
+
+    def update(self, doc: dict) -> None:  # type: ignore[type-arg]
         r = httpx.put(self.admin + "/endpoints", json=doc,
                       headers={"Authorization": "Bearer secret"})  # fmt: skip
         r.raise_for_status()
@@ -253,6 +256,72 @@ def test_a_request_every_replica_drops_ends_after_three_tries(rig: Rig):
     t.join()
     assert r.status_code == 502 and "closed" in r.json()["error"], r.text
     assert len(seen) == 3
+
+
+def _dying_replicas(
+    prefix: str, n: int, seen: list[str]
+) -> tuple[dict[str, int], list[threading.Thread]]:
+    """`n` replicas that each take one request and die with it in flight (the
+    connection and the listening socket closed): a node's processes killed one
+    after another while a request moves from one to the next."""
+    ports: dict[str, int] = {}
+    threads = []
+    for i in range(n):
+        srv = socket.create_server(("127.0.0.1", 0))
+        srv.settimeout(30)
+
+        def die(srv: socket.socket = srv, name: str = f"{prefix}{i}") -> None:
+            with srv:
+                conn, _ = srv.accept()
+                with conn:
+                    if conn.recv(65536):
+                        seen.append(name)
+
+        ports[f"{prefix}{i}"] = srv.getsockname()[1]
+        threads.append(threading.Thread(target=die))
+    for t in threads:
+        t.start()
+    return ports, threads
+
+
+def test_drops_by_replicas_the_controller_says_were_lost_are_not_the_requests(rig: Rig):
+    """A node fails under traffic: its replicas die one after another, and one
+    request is dropped by each in turn. The controller tells the router they were
+    lost with their node (`lost` in its update, which may come after the drops):
+    those drops are not the request's doing, so it waits for a replacement."""
+    seen: list[str] = []
+    ports, threads = _dying_replicas("nf", 3, seen)
+    rig.endpoints(**ports)
+    out: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/nf", timeout=30)))
+    t.start()
+    for th in threads:
+        th.join()
+    assert sorted(seen) == ["nf0", "nf1", "nf2"]  # three drops: the old limit
+    time.sleep(0.2)
+    rig.update({"endpoints": [], "lost": list(ports)})  # the controller's word, late
+    time.sleep(0.2)
+    rig.endpoints(a=rig.named("a"))  # the replacement is ready
+    t.join()
+    assert out[0].status_code == 200 and out[0].text == "a:", out[0].text
+
+
+def test_a_request_that_kills_the_replicas_it_visits_ends_after_three(rig: Rig):
+    """The same drops with replicas the controller removes as crashed (not lost
+    with a node): the request killed them, so 502 (a query of death)."""
+    seen: list[str] = []
+    ports, threads = _dying_replicas("qod", 3, seen)
+    rig.endpoints(**ports)
+    out: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/qod", timeout=30)))
+    t.start()
+    for th in threads:
+        th.join()
+    time.sleep(0.2)
+    rig.endpoints(a=rig.named("a"))  # the crashed ones are gone, not lost
+    t.join()
+    assert out[0].status_code == 502 and "closed" in out[0].json()["error"], out[0].text
+    assert sorted(seen) == ["qod0", "qod1", "qod2"]
 
 
 def test_no_replica_buffers_then_503(rig: Rig):

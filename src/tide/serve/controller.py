@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tide.hostlist import expand
+from tide.model.cluster import NodeState
 from tide.model.service import ServiceSpec
 from tide.sched.serving import hpa
 from tide.sched.serving.rollout import ReplicaView
@@ -144,9 +146,10 @@ class ServiceController:
         by_service: dict[str, list[ReplicaRow]] = {}
         for r in live:
             by_service.setdefault(r.service, []).append(r)
+        down = self._down_nodes() if live else set()
         for row in services:
             try:
-                self._service(row, by_service.get(row.name, []), views, now)
+                self._service(row, by_service.get(row.name, []), views, now, down)
             except Exception as e:
                 self.errors += 1
                 self.last_error = f"service {row.name}: {type(e).__name__}: {e}"
@@ -175,7 +178,12 @@ class ServiceController:
             return rt
 
     def _service(
-        self, row: ServiceRow, reps: list[ReplicaRow], views: dict[int, rep.JobView], now: float
+        self,
+        row: ServiceRow,
+        reps: list[ReplicaRow],
+        views: dict[int, rep.JobView],
+        now: float,
+        down: set[str],
     ) -> None:
         rt = self._runtime(row)
         if rt.generation != row.generation:  # a new template (a fix?) starts at once
@@ -191,7 +199,7 @@ class ServiceController:
         self._rollout(rt, row, live, desired, now, w)
         router_up = rt.router.ensure(rt.spec.buffer_timeout)
         if router_up:
-            self._push(rt, live, w)
+            self._push(rt, live, w, lost_with_node(reps, views, down))
             rt.stats = self._stats(rt)
             if not deleting:
                 self._autoscale(rt, row, live, now, w)
@@ -307,14 +315,19 @@ class ServiceController:
 
     # --- 4. router and autoscaler ---------------------------------------------------------------
 
-    def _push(self, rt: Runtime, live: list[ReplicaRow], w: Writes) -> None:
+    def _down_nodes(self) -> set[str]:
+        return {n.name for n in self.ctl.live_cluster().nodes if n.state is NodeState.DOWN}
+
+    def _push(self, rt: Runtime, live: list[ReplicaRow], w: Writes, lost: list[str]) -> None:
+        """The ready replicas to the router, and those lost with their node: what
+        they dropped is not held against the requests (tide.serve.router)."""
         ready = []
         for r in live:
-            if _state(r, w) == "Ready":
+            if _state(r, w) == "Ready" and str(r.id) not in lost:
                 host = w.replicas.get(r.id, {}).get("host", r.host)
                 ready.append({"id": str(r.id), "host": host, "port": r.port})
         try:
-            rt.router.push(ready, rt.spec.buffer_timeout)
+            rt.router.push(ready, rt.spec.buffer_timeout, lost=lost)
         except OSError as e:
             log.warning("service %s: endpoints not pushed: %s", rt.name, e)
 
@@ -497,6 +510,21 @@ def observation(
         p95=stats["window"]["ttfb"]["p95"],
         requests=requests,
     )
+
+
+def lost_with_node(
+    reps: list[ReplicaRow], views: dict[int, rep.JobView], down: set[str]
+) -> list[str]:
+    """The replicas whose job runs on a node that is DOWN (failed, or marked
+    down): they die with it, whatever they were serving."""
+    if not down:
+        return []
+    out = []
+    for r in reps:
+        view = views.get(r.job_id)
+        if view is not None and view.nodelist and down.intersection(expand(view.nodelist)):
+            out.append(str(r.id))
+    return out
 
 
 def _state(r: ReplicaRow, w: Writes) -> str:

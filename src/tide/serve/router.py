@@ -8,7 +8,10 @@ controller (tide.serve.controller), outliving it like a job's supervisor.
   response byte is retried on another replica, waiting for one if none is
   ready (a refused connection never reached the replica and is always tried
   elsewhere; at most 3 drops); the replica is left out for 2 s or until the
-  controller's next update.
+  controller's next update. A drop by a replica the controller says was lost
+  (its node failed: `lost` in its update, often a moment after the drops) is
+  not the request's doing and does not count: at the third drop the request
+  waits for the controller's word on those replicas (up to 10 s).
 * With no ready replica (scaling from zero, a rollout gone wrong) requests
   wait up to `buffer` seconds for one, then get 503.
 * Replicas removed by an update get no new requests; their requests in
@@ -59,6 +62,8 @@ from tide.serve.proxy import (
 MAX_TRIES = 3
 EJECT_SECONDS = 2.0
 UPSTREAM_TIMEOUT = 600.0
+VERDICT_SECONDS = 10.0  # the longest a thrice-dropped request waits for the controller's word
+LOST_MEMORY = 600.0  # how long a replica the controller said was lost is remembered
 DRAIN_SECONDS = 10.0  # a stopping router answers what it holds for this long at most
 SWEEP_SECONDS = 1.0  # how often exchanges past UPSTREAM_TIMEOUT are looked for
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -161,13 +166,23 @@ class Router:
         self.generation = 0  # of the last endpoint update
         self._busy: dict[UpstreamProtocol, tuple[float, Exchange]] = {}  # exchanges under way
         self._sweeper: asyncio.TimerHandle | None = None
+        self.lost: dict[str, float] = {}  # replicas lost with their node -> when we heard
+        self._news = asyncio.Event()  # set (and replaced) by each update
 
     # --- endpoints ---------------------------------------------------------------------
 
-    def update(self, items: list[dict[str, Any]], buffer: float | None = None) -> None:
-        """The controller's view: the ready replicas (others drain)."""
+    def update(
+        self, items: list[dict[str, Any]], buffer: float | None = None, lost: Any = ()
+    ) -> None:
+        """The controller's view: the ready replicas (others drain), and the
+        replicas it knows were lost to something outside them (their node failed)."""
         if buffer is not None:
             self.buffer = buffer
+        now = time.monotonic()
+        for eid in lost:
+            self.lost[str(eid)] = now
+        if self.lost:
+            self.lost = {k: t for k, t in self.lost.items() if now - t < LOST_MEMORY}
         wanted = {str(i["id"]): i for i in items}
         for eid, ep in list(self.endpoints.items()):
             if eid not in wanted:
@@ -185,6 +200,8 @@ class Router:
                 known.draining = False  # back from draining; an ejection runs its 2 s
         self.generation += 1
         self._signal_ready()
+        self._news.set()  # wakes requests waiting for a verdict (_blamed)
+        self._news = asyncio.Event()
 
     def _drop(self, eid: str) -> None:
         ep = self.endpoints.pop(eid, None)
@@ -299,11 +316,13 @@ class Router:
         buffer time, as when scaling from zero), so a node failure that takes
         every replica at once costs waiting, not errors. A replica that dropped
         the request may have run it: at most MAX_TRIES such tries, each drop
-        giving the request a fresh buffer time to find a ready replica."""
+        giving the request a fresh buffer time to find a ready replica, unless
+        the controller says the replica was lost with its node (_blamed)."""
         deadline = time.monotonic() + self.buffer
         why = "no ready replica"
-        drops = tries = 0
-        while drops < MAX_TRIES:
+        dropped: list[str] = []  # replicas that dropped it, the request perhaps to blame
+        tries = 0
+        while True:
             ep = self.pick() or await self._wait_ready(deadline)
             if ep is None:
                 break
@@ -317,16 +336,45 @@ class Router:
                 why = str(e)
                 ep.ejected_until = time.monotonic() + EJECT_SECONDS
                 self._signal_ready()
-                if not isinstance(e, UpstreamRefused):
-                    drops += 1
-                    deadline = time.monotonic() + self.buffer
-                continue
+                if isinstance(e, UpstreamRefused):
+                    continue
+                dropped.append(ep.id)
+                deadline = time.monotonic() + self.buffer
+            else:
+                self._answered(ep, ex, req)
+                return
             finally:
                 self._release(ep)
-            self._answered(ep, ex, req)
-            return
+            if len(dropped) >= MAX_TRIES:
+                dropped = await self._blamed(dropped, deadline)
+                if len(dropped) >= MAX_TRIES:
+                    break
         status = 503 if why == "no ready replica" else 502
         self._error(client, req, status, why)
+
+    async def _blamed(self, dropped: list[str], deadline: float) -> list[str]:
+        """The drops still held against a request once the controller has had its
+        say. A node failure kills its replicas one after another (each job's
+        supervisor, then the fence), so a request can follow them and be dropped
+        by each before the controller's update says they were lost; a request
+        that kills the replicas it visits (a query of death) sees them removed as
+        crashed, or still listed. Waits for updates until every replica that
+        dropped it is lost or gone, at most VERDICT_SECONDS (and the buffer)."""
+        until = min(deadline, time.monotonic() + VERDICT_SECONDS)
+        while True:
+            blamed = [eid for eid in dropped if eid not in self.lost]
+            if len(blamed) < MAX_TRIES:
+                return blamed
+            listed = [eid for eid in blamed if self._listed(eid)]
+            left = until - time.monotonic()
+            if not listed or left <= 0:
+                return blamed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._news.wait(), timeout=left)
+
+    def _listed(self, eid: str) -> bool:
+        ep = self.endpoints.get(eid)
+        return ep is not None and not ep.draining
 
     async def _exchange(self, ep: Endpoint, req: Request, client: ClientProtocol) -> Exchange:
         payload = req.encode(ep.pool.hostport, client.peer)
@@ -453,7 +501,8 @@ class Admin:
         if req.method == b"PUT" and url.path == "/endpoints":
             try:
                 doc = json.loads(req.body)
-                self.router.update(list(doc["endpoints"]), doc.get("buffer"))
+                lost = [str(x) for x in doc.get("lost", [])]
+                self.router.update(list(doc["endpoints"]), doc.get("buffer"), lost)
             except (ValueError, KeyError, TypeError) as e:
                 return 400, json.dumps({"error": f"bad endpoints: {e}"}).encode()
             return 200, b'{"ok": true}'

@@ -176,8 +176,16 @@ class RouterHandle:
     def stats(self, window: float) -> dict[str, Any]:
         return self._call("GET", f"/stats?window={window:g}")
 
-    def push(self, endpoints: list[dict[str, Any]], buffer: float, force: bool = False) -> None:
-        doc = {"endpoints": endpoints, "buffer": buffer}
+    def push(
+        self,
+        endpoints: list[dict[str, Any]],
+        buffer: float,
+        force: bool = False,
+        lost: list[str] | None = None,
+    ) -> None:
+        doc: dict[str, Any] = {"endpoints": endpoints, "buffer": buffer}
+        if lost:  # replicas lost with their node (tide.serve.router forgives their drops)
+            doc["lost"] = lost
         text = json.dumps(doc, sort_keys=True)
         if text == self.pushed and not force:
             return

@@ -196,6 +196,8 @@ def mark_down(ctl: Ctl, names: list[str], reason: str, actor: str) -> None:
     _fail_jobs_on(ctl, set(names), reason, actor)
     if ctl.loop is not None:
         ctl.loop.wake()
+    if ctl.services is not None:  # routers learn now that the node's replicas are lost
+        ctl.services.wake()
 
 
 def down_and_fence(ctl: Ctl, name: str, reason: str, actor: str) -> None:
