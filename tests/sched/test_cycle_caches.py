@@ -43,15 +43,21 @@ _runs = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(_runs)
-def test_add_running_counts_as_add_one_by_one(rows) -> None:  # type: ignore[no-untyped-def]
-    running = []
+def _running(rows: list[tuple]) -> list[Running]:
+    """One Running view per drawn row (account, user, QOS, array id, GPUs per node)."""
+    out = []
     for i, (account, user, qos, array, per_node) in enumerate(rows):
         j = job(i + 1, account=account, user=user)
         j.qos, j.array_job_id = qos, array
         nodes = tuple(NodeAlloc(k, tuple(range(g))) for k, g in enumerate(per_node))
-        running.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+        out.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(_runs)
+def test_add_running_counts_as_add_one_by_one(rows) -> None:  # type: ignore[no-untyped-def]
+    running = _running(rows)
     one, grouped = LimitChecker(_tree()), LimitChecker(_tree())
     for r in running:
         one.add(r.job, sum(len(n.gpus) for n in r.alloc.nodes))
@@ -105,12 +111,7 @@ def test_allocation_gpu_count_is_counted_once_and_equality_holds() -> None:
 def test_running_groups_kept_between_cycles_count_as_add(rows, steps) -> None:  # type: ignore[no-untyped-def]
     """Cycle after cycle jobs start and end (and one is listed again as a new
     Running with the same job): the kept groups count what `add` counts."""
-    pool = []
-    for i, (account, user, qos, array, per_node) in enumerate(rows):
-        j = job(i + 1, account=account, user=user)
-        j.qos, j.array_job_id = qos, array
-        nodes = tuple(NodeAlloc(k, tuple(range(g))) for k, g in enumerate(per_node))
-        pool.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+    pool = _running(rows)
     memo = CycleMemo()
     current: list[Running] = []
     for start, k in steps:
@@ -171,12 +172,7 @@ def test_running_groups_follow_the_drivers_delta(rows, steps) -> None:  # type: 
     """With a RunningDelta (the twin) the groups are updated from the started
     and gone views alone, and count what `add` counts; a view the delta left
     out is still counted (the whole list is compared then)."""
-    pool = []
-    for i, (account, user, qos, array, per_node) in enumerate(rows):
-        j = job(i + 1, account=account, user=user)
-        j.qos, j.array_job_id = qos, array
-        nodes = tuple(NodeAlloc(k, tuple(range(g))) for k, g in enumerate(per_node))
-        pool.append(Running(j, Allocation(j.id, nodes), 0.0, 3600.0))
+    pool = _running(rows)
     groups = RunningGroups()
     current: dict[int, Running] = {}
     started: list[Running] = []

@@ -46,7 +46,7 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=1-00:00:00 DefaultTime=00:20:00 
 URGENT = "PartitionName=urgent Nodes=ALL MaxTime=1-00:00:00 DefaultTime=00:20:00 PriorityTier=10\n"
 
 DUMP = """\
-Cluster - 'prop':Fairshare=1:QOS='normal'
+Cluster - 'prop':Fairshare=1:QOS='normal{high}'
 Parent - 'root'
 User - 'root':DefaultAccount='root':AdminLevel='Administrator':Fairshare=1
 Account - 'a':Description='a':Organization='x':Fairshare=60
@@ -72,24 +72,25 @@ CONF_FIELDS = {
     "limits": st.booleans(),
 }  # fmt: skip
 confs = st.fixed_dictionaries(CONF_FIELDS)
-# the same with preemption: "" (none), "REQUEUE" or "CANCEL" (partition_prio)
+# QOS high preempts normal, whose jobs get a minute's grace (preempt/qos)
+QOS = "Name|Priority|GraceTime|Preempt\nnormal|0|00:01:00|\nhigh|100|00:00:00|normal\n"
+
+# the same with preemption: "" (none), "REQUEUE" or "CANCEL" (partition_prio:
+# the urgent partition's jobs preempt), "qos" (preempt/qos REQUEUE: QOS high's)
 preempting_confs = st.fixed_dictionaries(
-    {**CONF_FIELDS, "preempt": st.sampled_from(["", "REQUEUE", "CANCEL"])}
+    {**CONF_FIELDS, "preempt": st.sampled_from(["", "REQUEUE", "CANCEL", "qos"])}
 )
 
-rows = st.lists(
-    st.tuples(
-        st.integers(0, 3000),  # submit
-        st.integers(1, 2500),  # run
-        st.integers(1, 3),  # nodes
-        st.sampled_from([0, 1, 2, 4, 8]),  # gpus per node (0: --gpus spread)
-        st.sampled_from([None, 300, 1200, 3600]),  # limit (None: DefaultTime)
-        st.integers(0, 9),  # extras: 0 dependency, 1 begin, 2 switches, 3 urgent, 4 array task
-        st.booleans(),  # account a or b
-    ),
-    min_size=1,
-    max_size=30,
+row = st.tuples(
+    st.integers(0, 3000),  # submit
+    st.integers(1, 2500),  # run
+    st.integers(1, 3),  # nodes
+    st.sampled_from([0, 1, 2, 4, 8]),  # gpus per node (0: --gpus spread)
+    st.sampled_from([None, 300, 1200, 3600]),  # limit (None: DefaultTime)
+    st.integers(0, 9),  # extras: 0 dependency, 1 begin, 2 switches, 3/5 preemptor, 4 array task
+    st.booleans(),  # account a or b
 )
+rows = st.lists(row, min_size=1, max_size=30)
 
 faults = st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 5), st.integers(60, 2000)),
                   max_size=2)  # fmt: skip
@@ -99,9 +100,10 @@ def write_conf(c: dict, folder: Path) -> None:
     """slurm.conf, gres.conf, topology.conf (leaves of c["leaf"] nodes under
     one top switch) and sacctmgr.dump for the drawn conf `c`."""
     mode = c.get("preempt", "")
-    preempt = f"PreemptType=preempt/partition_prio\nPreemptMode={mode}\nJobRequeue=1\n"
-    fields = {**c, "preempt": preempt if mode else "", "urgent": URGENT if mode else ""}
-    text = CONF.format(**fields)
+    kind, on = ("qos", "REQUEUE") if mode == "qos" else ("partition_prio", mode)
+    preempt = f"PreemptType=preempt/{kind}\nPreemptMode={on}\nJobRequeue=1\n" if mode else ""
+    urgent = URGENT if mode and mode != "qos" else ""
+    text = CONF.format(**{**c, "preempt": preempt, "urgent": urgent})
     (folder / "slurm.conf").write_text(text)
     gres = f"NodeName=n[01-{c['nodes']:02d}] Name=gpu Count={c['gpus']}\n"
     (folder / "gres.conf").write_text(gres)
@@ -112,7 +114,10 @@ def write_conf(c: dict, folder: Path) -> None:
     (folder / "topology.conf").write_text(topo)
     grp = ":GrpTRES=gres/gpu=6" if c["limits"] else ""
     max_jobs = ":MaxJobs=2" if c["limits"] else ""
-    (folder / "sacctmgr.dump").write_text(DUMP.format(grp=grp, max_jobs=max_jobs))
+    high = ",high" if mode == "qos" else ""
+    (folder / "sacctmgr.dump").write_text(DUMP.format(grp=grp, max_jobs=max_jobs, high=high))
+    if mode == "qos":
+        (folder / "qos.txt").write_text(QOS)
 
 
 def load_conf(c: dict) -> LoadedCluster:
@@ -121,9 +126,9 @@ def load_conf(c: dict) -> LoadedCluster:
         return resolve_cluster(tmp)
 
 
-def sim_jobs(data: list[tuple], gpus: int, urgent: bool = False) -> list[SimJob]:
-    """The drawn rows as jobs, by submit time; `urgent`: extra 3 submits to
-    the preempting partition (only where the conf has it)."""
+def sim_jobs(data: list[tuple], gpus: int, preempt: str = "") -> list[SimJob]:
+    """The drawn rows as jobs, by submit time; with the conf's `preempt`,
+    extra 3 and 5 are preemptors (the urgent partition, or QOS high)."""
     out = []
     data = sorted(data, key=lambda r: r[0])
     array: tuple[int, int] | None = None
@@ -139,7 +144,9 @@ def sim_jobs(data: list[tuple], gpus: int, urgent: bool = False) -> list[SimJob]
             kw["begin"] = float(submit + 500)
         elif extra == 2:
             kw["switches"] = 1
-        elif extra == 3 and urgent:
+        elif extra in (3, 5) and preempt == "qos":
+            kw["qos"] = "high"
+        elif extra in (3, 5) and preempt:
             kw["partitions"] = ("urgent",)
         # consecutive rows with extra 4 are the tasks of one array job
         array = ((array[0], array[1] + 1) if array else (k, 0)) if extra == 4 else None

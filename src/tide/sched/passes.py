@@ -542,9 +542,13 @@ def _needs(cyc: Cycle, job: Job) -> tuple[float, float]:
 
 def _ready_rest(cyc: Cycle, rest: Sequence[int], started: set[int], tested: int) -> None:
     """After a pass stopped early: the jobs it did not examine still become
-    eligible as a full pass would make them (up to bf_max_job_test)."""
+    eligible as a full pass would make them (up to bf_max_job_test), and the
+    first of them ready is the one waiting for Resources where none is yet
+    (the full pass's blocked_reason; the others' Priority is left out). The
+    twin reads that reason: idle GPUs behind a blocked queue head."""
     pending = cyc.snap.pending
-    if all(pending[i].eligible is not None for i in rest):
+    eligible = all(pending[i].eligible is not None for i in rest)
+    if eligible and cyc.resources_job is not None:
         return
     for i in rest:
         if tested >= cyc.snap.config.bf_max_job_test:
@@ -552,6 +556,12 @@ def _ready_rest(cyc: Cycle, rest: Sequence[int], started: set[int], tested: int)
         job = pending[i]
         if job.id not in started and ready(cyc, job) is not None:
             tested += 1
+            if cyc.resources_job is None:
+                if job.id not in cyc.preempt_places:  # else: the reason it has
+                    cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
+                cyc.resources_job = job.id
+                if eligible:
+                    return
 
 
 # a Shape's fields but its time limit, as one tuple (a key, in C)

@@ -45,6 +45,7 @@ def serve(
             log_level=log_level,
             access_log=False,  # a line per request would cost more than the request
             timeout_graceful_shutdown=5,
+            timeout_keep_alive=settings.keep_alive,  # Settings.keep_alive says why
         )
     finally:
         lock.release()

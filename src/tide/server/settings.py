@@ -35,6 +35,12 @@ class Settings:
     single_user: bool = False
     any_user: bool = False
     spool_dir: Path | None = None  # job directories (SlurmdSpoolDir); None: see spool()
+    # Seconds an idle keep-alive connection is kept. Longer than any client's own
+    # expiry (httpx: 5 s), so the client always gives a connection up first: at
+    # uvicorn's 5 s both sides expire together, and a request sent as the server
+    # closes is dropped ("Server disconnected without sending a response", or a
+    # reset); a loaded machine widens that window from microseconds to seconds.
+    keep_alive: int = 75
 
     @property
     def url(self) -> str:
