@@ -284,19 +284,29 @@ def _dying_replicas(
     return ports, threads
 
 
+def _dropped_by_each(
+    rig: Rig, prefix: str
+) -> tuple[threading.Thread, list[httpx.Response], list[str], dict[str, int]]:
+    """Three dying replicas as the service's endpoints and one request sent to it,
+    returned once each replica has dropped it: (the request's thread, its response
+    once joined, the replicas that saw it, their ports)."""
+    seen: list[str] = []
+    ports, threads = _dying_replicas(prefix, 3, seen)
+    rig.endpoints(**ports)
+    out: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: out.append(httpx.get(f"{rig.url}/{prefix}", timeout=30)))
+    t.start()
+    for th in threads:
+        th.join()
+    return t, out, seen, ports
+
+
 def test_drops_by_replicas_the_controller_says_were_lost_are_not_the_requests(rig: Rig):
     """A node fails under traffic: its replicas die one after another, and one
     request is dropped by each in turn. The controller tells the router they were
     lost with their node (`lost` in its update, which may come after the drops):
     those drops are not the request's doing, so it waits for a replacement."""
-    seen: list[str] = []
-    ports, threads = _dying_replicas("nf", 3, seen)
-    rig.endpoints(**ports)
-    out: list[httpx.Response] = []
-    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/nf", timeout=30)))
-    t.start()
-    for th in threads:
-        th.join()
+    t, out, seen, ports = _dropped_by_each(rig, "nf")
     assert sorted(seen) == ["nf0", "nf1", "nf2"]  # three drops: the old limit
     time.sleep(0.2)
     rig.update({"endpoints": [], "lost": list(ports)})  # the controller's word, late
@@ -309,14 +319,7 @@ def test_drops_by_replicas_the_controller_says_were_lost_are_not_the_requests(ri
 def test_a_request_that_kills_the_replicas_it_visits_ends_after_three(rig: Rig):
     """The same drops with replicas the controller removes as crashed (not lost
     with a node): the request killed them, so 502 (a query of death)."""
-    seen: list[str] = []
-    ports, threads = _dying_replicas("qod", 3, seen)
-    rig.endpoints(**ports)
-    out: list[httpx.Response] = []
-    t = threading.Thread(target=lambda: out.append(httpx.get(rig.url + "/qod", timeout=30)))
-    t.start()
-    for th in threads:
-        th.join()
+    t, out, seen, _ = _dropped_by_each(rig, "qod")
     time.sleep(0.2)
     rig.endpoints(a=rig.named("a"))  # the crashed ones are gone, not lost
     t.join()
