@@ -346,7 +346,16 @@ def test_every_page_in_a_real_browser(
     assert "/ui/login" in d.current_url
     d.find_element(By.ID, "token").send_keys(tiny.tokens["oscar"])
     d.find_element(By.ID, "login-button").click()
-    wait_for("the job page after login", lambda: "/ui/jobs/" in d.current_url, 30)
+    # The login page's own address holds "/ui/jobs/" (its ?next=): wait until
+    # the browser has left it and shows the job (under load the click's page
+    # load can lag the test by seconds).
+    main_text = "return document.querySelector('main')?.innerText ?? ''"
+    wait_for(
+        "the job page after login",
+        lambda: "/ui/login" not in d.current_url
+        and f"Job {jobs['train']}" in d.execute_script(main_text),
+        30,
+    )
 
     def shot(name: str) -> None:
         png = d.get_screenshot_as_png()
