@@ -53,7 +53,8 @@ def run(
     cfg = copy.deepcopy(loaded.config)
     cfg.backfill = BackfillMode(backfill)
     eng = Engine(copy.deepcopy(loaded.cluster), cfg, policy, copy.deepcopy(loaded.accounts),
-                 list(down), skip_quiet=fast, starts_only=fast, deltas=fast)  # fmt: skip
+                 list(down), skip_quiet=fast, starts_only=fast, deltas=fast,
+                 shortcuts=fast)  # fmt: skip
     out = eng.run(copy.deepcopy(jobs))
     metrics = compute_metrics(out.results, out.capacity_gpus, out.samples)
     with tempfile.TemporaryDirectory() as tmp:

@@ -45,6 +45,7 @@ from tide.sched.limits import LimitChecker, RunningGroups
 from tide.sched.placement import Free, select_nodes
 from tide.sched.plan import Plan
 from tide.sched.priority import partition_table
+from tide.sched.priority_one import PriorityBasis
 from tide.sched.quota import ledger_for
 from tide.sched.shape import Shape
 from tide.sched.state import Usage
@@ -123,6 +124,7 @@ class CycleMemo:
         self._prio_shared: tuple | None = None  # `priorities`: what the kept rows share
         self._prio: dict[int, tuple] = {}
         self._fair_share: dict[str, float] | None = None  # with `_prio`
+        self._basis: PriorityBasis | None = None  # with `_prio`
         self.order = KeptOrder()  # the pending jobs sorted by `_prio`: kept with it
         self.timed = TimedJobs()  # the pending jobs with a begin time or a switch wait
         self.running = RunningGroups()  # the running jobs the limits count
@@ -192,6 +194,7 @@ class CycleMemo:
             or any(a is not b and a != b for a, b in zip(kept, shared, strict=True))
         ):
             self._prio_shared, self._prio, self._fair_share = shared, {}, None
+            self._basis = None
             self.order.clear()
         elif len(self._prio) > 2 * len(snap.pending) + 1024:
             alive = {j.id for j in snap.pending}
@@ -204,6 +207,16 @@ class CycleMemo:
         if self._fair_share is None:
             self._fair_share = fair_tree_factors(snap.accounts, snap.usage)
         return self._fair_share
+
+    def priority_basis(self, snap: Snapshot) -> PriorityBasis:
+        """What one job's priority shares with every other (priority_one), kept
+        as long as the priorities are (`priorities`, called first, drops it)."""
+        if self._basis is None:
+            fs = self.fair_share(snap) if snap.config.weights.fairshare else {}
+            table = self.partition_table(snap)
+            self._basis = PriorityBasis.of(snap.cluster, snap.config, snap.accounts, fs,
+                                           table)  # type: ignore[arg-type]  # fmt: skip
+        return self._basis
 
     def partition_table(self, snap: Snapshot) -> object:
         if self._partitions is None:

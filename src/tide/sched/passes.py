@@ -34,12 +34,14 @@ from tide.sched.eligibility import JobContext, quick_reason
 from tide.sched.placement import Free, Pick, concrete, select_nodes
 from tide.sched.plan import INF, Plan
 from tide.sched.priority import compute_priorities, order_top, order_tops, priority_order
+from tide.sched.priority_one import job_priority
 from tide.sched.quota import share_with
 from tide.sched.reserve import earliest
 from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
 _PRIORITY = PendingInfo(Reason.PRIORITY)
+FEW = 8  # new jobs whose priorities are computed one by one (priority_one)
 _ID, _SUBMIT = attrgetter("id"), attrgetter("submit")
 
 
@@ -139,7 +141,11 @@ def _rekey(cyc: Cycle, jobs: list[Job], kept: dict[int, tuple], at: float) -> No
     snap, cfg = cyc.snap, cyc.snap.config
     rows = [(j, k, kept.get(j.id)) for j, k in zip(jobs, map(_priority_key, jobs), strict=True)]
     new = [(j, k) for j, k, row in rows if row is None or row[0] != k]
-    if new:  # a job's priority depends on itself and on what the memo keys on, only
+    if new and snap.shortcuts and len(new) <= FEW:  # numpy's fixed cost would dominate
+        basis = cyc.memo.priority_basis(snap)
+        for j, k in new:
+            kept[j.id] = (k, *job_priority(j, basis, at))
+    elif new:  # a job's priority depends on itself and on what the memo keys on, only
         fs = cyc.memo.fair_share(snap) if cfg.weights.fairshare else {}
         part = cyc.partitions
         res = compute_priorities([j for j, _ in new], snap.cluster, cfg, snap.accounts, fs, at,

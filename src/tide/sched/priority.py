@@ -374,23 +374,7 @@ def _gather(jobs: list[Job], cfg: _Config) -> _Gathered:
     eligible = np.full(n, nan)
     if cfg.weights["age"]:
         eligible = np.fromiter([nan if (e := j.eligible) is None else e for j in jobs], float, n)
-    profiles, profile_idx = _codes(
-        [
-            (
-                j.partition or j.request.partitions,
-                j.qos or j.request.qos,
-                j.account or j.request.account,
-                j.user,
-                j.held,
-                j.priority_override,
-                j.site_factor,
-                (r := j.request).nice,
-                r.priority,
-                r.begin,
-            )
-            for j in jobs
-        ]
-    )
+    profiles, profile_idx = _codes([_profile_key(j) for j in jobs])
     if not cfg.need_shape:
         return _Gathered(ids, submit, eligible, profiles, profile_idx, [], np.zeros(n, np.int64))
     keys: list[tuple[Any, ...]]
@@ -471,32 +455,8 @@ def _profiles(
     fs_factors: dict[str, float],
     cfg: _Config,
 ) -> _Profiles:
-    default = cluster.default_partition()
-    default_name = default.name if default else ""
-    qos_prio = {name: q.priority for name, q in accounts.qos.items()}
-    qos_top = 1.0 if cfg.raw("QOS") else max(qos_prio.values(), default=0)
-    assoc_prio = _assoc_priorities(accounts)
-    assoc_top = 1.0 if cfg.raw("ASSOC") else max(assoc_prio.values(), default=0)
-    rows = []
-    for part, qos, acct, user, held, ovr, site, nice, rprio, begin in keys:
-        if isinstance(part, tuple):  # job.partition unset: first requested, else default
-            part = part[0] if part else default_name
-        acct = acct or ""
-        fs = fs_factors.get(assoc_key(acct, user), 0.0)
-        override = ovr if ovr is not None else rprio
-        rows.append(
-            (
-                parts.index.get(part, parts.unknown),
-                _ratio(qos_prio.get(qos or "normal", 0), qos_top),
-                _ratio(assoc_prio.get((acct, user), 0), assoc_top),
-                min(1.0, max(0.0, fs)),
-                site,
-                nice,
-                math.nan if override is None else override,
-                bool(held),
-                math.nan if begin is None else begin,
-            )
-        )
+    basis = _Basis.of(cluster, accounts, cfg)
+    rows = [_profile_row(key, parts, basis, fs_factors) for key in keys]
     cols = list(zip(*rows, strict=True)) if rows else [()] * 9
 
     def f(i: int) -> np.ndarray:
@@ -512,6 +472,61 @@ def _profiles(
         override=f(6),
         held=np.asarray(cols[7], dtype=bool),
         begin=f(8),
+    )
+
+
+@dataclass(slots=True)
+class _Basis:
+    """What the profile rows read of the cluster and the accounts."""
+
+    default_name: str
+    qos_prio: dict[str, int]
+    qos_top: float
+    assoc_prio: dict[tuple[str, str], int]
+    assoc_top: float
+
+    @classmethod
+    def of(cls, cluster: Cluster, accounts: AccountTree, cfg: _Config) -> _Basis:
+        default = cluster.default_partition()
+        qos_prio = {name: q.priority for name, q in accounts.qos.items()}
+        assoc_prio = _assoc_priorities(accounts)
+        return cls(
+            default_name=default.name if default else "",
+            qos_prio=qos_prio,
+            qos_top=1.0 if cfg.raw("QOS") else max(qos_prio.values(), default=0),
+            assoc_prio=assoc_prio,
+            assoc_top=1.0 if cfg.raw("ASSOC") else max(assoc_prio.values(), default=0),
+        )
+
+
+def _profile_key(j: Job) -> tuple[Any, ...]:
+    """What a job's profile row reads of it (see `_gather`)."""
+    r = j.request
+    return (j.partition or r.partitions, j.qos or r.qos, j.account or r.account, j.user,
+            j.held, j.priority_override, j.site_factor, r.nice, r.priority, r.begin)  # fmt: skip
+
+
+def _profile_row(
+    key: tuple[Any, ...], parts: _Partitions, basis: _Basis, fs_factors: dict[str, float]
+) -> tuple[Any, ...]:
+    """(partition row, QOS, association and fair-share factors, site, nice,
+    override or nan, held, begin or nan) of one profile key."""
+    part, qos, acct, user, held, ovr, site, nice, rprio, begin = key
+    if isinstance(part, tuple):  # job.partition unset: first requested, else default
+        part = part[0] if part else basis.default_name
+    acct = acct or ""
+    fs = fs_factors.get(assoc_key(acct, user), 0.0)
+    override = ovr if ovr is not None else rprio
+    return (
+        parts.index.get(part, parts.unknown),
+        _ratio(basis.qos_prio.get(qos or "normal", 0), basis.qos_top),
+        _ratio(basis.assoc_prio.get((acct, user), 0), basis.assoc_top),
+        min(1.0, max(0.0, fs)),
+        site,
+        nice,
+        math.nan if override is None else override,
+        bool(held),
+        math.nan if begin is None else begin,
     )
 
 

@@ -182,6 +182,10 @@ class Snapshot:
     pending_delta: PendingDelta | None = None
     # the same for the running jobs (RunningDelta); None: not known
     running_delta: RunningDelta | None = None
+    # the core may take its exact shortcuts (one new job's priority in plain
+    # Python, tide.sched.priority_one); False: the general path every time
+    # (the engine's property tests compare both)
+    shortcuts: bool = True
 
 
 @dataclass(slots=True, frozen=True)

@@ -122,6 +122,10 @@ class Engine:
     # priority order and limit counts; off: None, the full sort and count every
     # cycle, as the live server (the property tests compare both)
     deltas: bool = True
+    # let the core take its exact shortcuts (Snapshot.shortcuts: one new job's
+    # priority without numpy); off: the general path (the property tests
+    # compare both)
+    shortcuts: bool = True
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -578,6 +582,7 @@ class Engine:
             quotas=self.quotas,
             starts_only=self.starts_only,
             pending_delta=self._queue.delta() if self.deltas else None,
+            shortcuts=self.shortcuts,
         )
         decisions, faulty = schedule_isolating(lambda s: self.policy.schedule(s, self.usage), snap)
         for f in faulty:
