@@ -2,11 +2,13 @@
 equal metrics to the engine computing everything each cycle (issue 12,
 "Tests"), under every policy: the fast side is the default Engine (quiet
 passes skipped, backfill stopped once nothing can start, the kept priority
-order and running counts from the driver's deltas, reservations in C); the
+order and running counts from the driver's deltas, reservations in C, the
+core's exact shortcuts, cycles with no job pending left out); the
 plain side turns each off (skip_quiet, starts_only, deltas False; the numpy
-reservation rule, reserve._kernel None). Random slurm.conf clusters and
-workloads from engine_cases, with preemption (partition_prio, REQUEUE or
-CANCEL; preempt/qos REQUEUE with a GraceTime) and node failures. The twin
+reservation rule, reserve._kernel None; shortcuts, skip_idle False).
+Random slurm.conf clusters and workloads from engine_cases, with preemption
+(partition_prio, REQUEUE or CANCEL; preempt/qos REQUEUE with a GraceTime),
+association limits or none, and node failures. The twin
 takes no advance reservations (the Snapshot's are the live server's), so
 none is drawn."""
 
@@ -54,7 +56,7 @@ def run(
     cfg.backfill = BackfillMode(backfill)
     eng = Engine(copy.deepcopy(loaded.cluster), cfg, policy, copy.deepcopy(loaded.accounts),
                  list(down), skip_quiet=fast, starts_only=fast, deltas=fast,
-                 shortcuts=fast)  # fmt: skip
+                 shortcuts=fast, skip_idle=fast)  # fmt: skip
     out = eng.run(copy.deepcopy(jobs))
     metrics = compute_metrics(out.results, out.capacity_gpus, out.samples)
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,3 +97,20 @@ def test_a_pass_stopped_early_still_names_the_job_waiting_for_resources() -> Non
             (1884, 1186, 2, 8, 1200, 7, True), (915, 1060, 1, 4, 3600, 5, False),
             (212, 460, 1, 4, 3600, 0, True), (242, 180, 2, 8, 3600, 4, True)]  # fmt: skip
     assert_same(c, data, [(1839, 0, 348)])
+
+
+def test_cycles_with_no_job_pending_are_left_out() -> None:
+    """Jobs that each end before the next comes (seed004's steady state): the
+    default engine leaves out the cycle of every end (nothing is pending), and
+    jobs.csv and the metrics are those of the engine that runs them all."""
+    c = {"nodes": 2, "gpus": 4, "leaf": 1, "interval": 30, "res": 1, "window": 60, "test": 3,
+         "calc": 5, "age": 1000, "fs": 10000, "backfill": "conservative", "limits": False,
+         "preempt": ""}  # fmt: skip
+    data = [(k * 1000, 600, 1, 2, 3600, 6, k % 2 == 0) for k in range(6)]
+    loaded = load_conf(c)
+    jobs = sim_jobs(data, c["gpus"])
+    eng = Engine(copy.deepcopy(loaded.cluster), copy.deepcopy(loaded.config), "slurm",
+                 copy.deepcopy(loaded.accounts))  # fmt: skip
+    eng.run(copy.deepcopy(jobs))
+    assert (eng.idle_skipped, eng.cycles) == (6, 6)  # the six submissions' cycles ran
+    assert_same(c, data, [])

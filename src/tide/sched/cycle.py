@@ -41,7 +41,7 @@ from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.fairshare import fair_tree_factors
 from tide.sched.index import ClusterIndex
 from tide.sched.kept_order import KeptOrder
-from tide.sched.limits import LimitChecker, RunningGroups
+from tide.sched.limits import LimitChecker, RunningGroups, unlimited
 from tide.sched.placement import Free, select_nodes
 from tide.sched.plan import Plan
 from tide.sched.priority import partition_table
@@ -116,6 +116,10 @@ class CycleMemo:
 
     def __init__(self) -> None:
         self._contexts: dict[int, tuple[object, tuple, JobContext | None]] = {}
+        # the node masks and partition checks kept contexts share (build_context's
+        # `shared`), kept with them for the cluster they were built on
+        self._bases: dict[tuple, JobContext] = {}
+        self._bases_of: object | None = None
         self._accounts: AccountTree | None = None
         self._version = -1
         self._usable = b""
@@ -132,6 +136,7 @@ class CycleMemo:
         self._states: list[object] = []  # `schedulable`: node states it was computed for
         self._up = b""
         self._schedulable = np.zeros(0, dtype=bool)
+        self._unlimited: tuple[object, int, bool] = (None, -1, False)
 
     def validate(self, accounts: AccountTree, usable: np.ndarray) -> None:
         """Forget every context when the accounts or the usable nodes changed."""
@@ -142,8 +147,17 @@ class CycleMemo:
             or (mask != self._usable)
         ):
             self._contexts.clear()
+            self._bases.clear()
             self._seen.clear()
             self._accounts, self._version, self._usable = accounts, accounts.version, mask
+
+    def unlimited(self, accounts: AccountTree) -> bool:
+        """tide.sched.limits.unlimited, kept while the accounts are the same
+        object at the same version (as the contexts, which read limits too)."""
+        key = (accounts, accounts.version)
+        if self._unlimited[0] is not key[0] or self._unlimited[1] != key[1]:
+            self._unlimited = (accounts, accounts.version, unlimited(accounts))
+        return self._unlimited[2]
 
     def schedulable(self, snap: Snapshot, ix: ClusterIndex) -> np.ndarray:
         """A fresh mask of the nodes that take new work (up, and a state that
@@ -231,11 +245,23 @@ class CycleMemo:
         kept = self._contexts.get(job.id)
         if kept is not None and kept[0] is req and kept[1] == key:
             return kept[2]
-        ctx = _build(cyc, job)
+        ctx = _build(cyc, job, self._kept_bases(cyc.snap) if cyc.snap.shortcuts else None)
         self._contexts[job.id] = (req, key, ctx)
         if len(self._contexts) > 2 * len(cyc.snap.pending) + 1024:
             self._forget_gone(cyc.snap)
         return ctx
+
+    def _kept_bases(self, snap: Snapshot) -> dict[tuple, JobContext]:
+        """build_context's `shared` for contexts the memo keeps: what a kept
+        context may be built from in a later cycle is what it would be built
+        from anew (the same usable nodes and accounts: `validate`; the same
+        cluster object; no reservation or --nodelist, which depend on the time
+        and on node states). A new job then reuses the masks of an earlier one
+        that asked for the same thing instead of building them again."""
+        if snap.cluster is not self._bases_of or len(self._bases) > 4096:
+            self._bases.clear()
+            self._bases_of = snap.cluster
+        return self._bases
 
     def _forget_gone(self, snap: Snapshot) -> None:
         alive = {j.id for j in snap.pending}
@@ -243,8 +269,12 @@ class CycleMemo:
             del self._contexts[jid]
 
 
-def _build(cyc: Cycle, job: Job) -> JobContext | None:
-    return build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits, cyc.shared)
+def _build(
+    cyc: Cycle, job: Job, bases: dict[tuple, JobContext] | None = None
+) -> JobContext | None:
+    """build_context, sharing masks through `bases` (default: this cycle's)."""
+    shared = bases if bases is not None else cyc.shared
+    return build_context(job, cyc.snap, cyc.ix, cyc.usage, cyc.limits, shared)
 
 
 # --- 1. open ----------------------------------------------------------------------
@@ -270,7 +300,8 @@ def open_cycle(
     jobs counted against the limits, advance reservations held."""
     usage = usage.copy() if usage is not None else usage_from(ix, snap)
     usage.usable = memo.schedulable(snap, ix)
-    limits = LimitChecker(snap.accounts, ledger_for(snap.quotas, snap.accounts, ix.gpu_type))
+    quota = ledger_for(snap.quotas, snap.accounts, ix.gpu_type)
+    limits = LimitChecker(snap.accounts, quota, snap.shortcuts and memo.unlimited(snap.accounts))
     if limits.quota is None:
         limits.add_groups(memo.running.update(snap.running, snap.running_delta))
     else:

@@ -129,12 +129,49 @@ class Counters:
     array_running: dict[int, int] = field(default_factory=lambda: defaultdict(int))
 
 
+def unlimited(accounts: AccountTree) -> bool:
+    """Whether no association or QOS sets a limit the running counters are
+    compared with (`LimitChecker.reason` then only checks array task limits)."""
+    users = (u.limits for u in accounts.users)
+    if any(lim.max_jobs is not None or GPU in lim.grp_tres for lim in users):
+        return False
+    for a in accounts.accounts.values():
+        lim = a.limits
+        if GPU in lim.grp_tres or lim.grp_jobs is not None or lim.max_jobs is not None:
+            return False
+    for q in accounts.qos.values():
+        lim = q.limits
+        if GPU in lim.grp_tres or lim.grp_jobs is not None or GPU in lim.max_tres_per_user:
+            return False
+        if lim.max_jobs_per_user is not None:
+            return False
+    return True
+
+
 class LimitChecker:
-    def __init__(self, accounts: AccountTree, quota: QuotaLedger | None = None) -> None:
+    """The running counters and the limits they are compared with. With
+    `unlimited` (no such limit is set: tide.sched.limits.unlimited) the
+    running jobs' groups are counted only if something reads the counters."""
+
+    def __init__(
+        self, accounts: AccountTree, quota: QuotaLedger | None = None, unlimited: bool = False
+    ) -> None:
         self.accounts = accounts
-        self.count = Counters()
+        self._counters = Counters()
         self._lineage: dict[str, list[str]] = {}
         self.quota = quota  # Kueue-style quotas (tide.sched.quota), checked last
+        self.unlimited = unlimited
+        self._deferred: list[tuple[tuple, int, int]] = []  # groups not counted yet
+
+    @property
+    def count(self) -> Counters:
+        """The counters, with the running groups not yet counted in (sums: the
+        order they are added in does not matter)."""
+        if self._deferred:
+            deferred, self._deferred = self._deferred, []
+            for (account, user, qos, array), jobs, gpus in deferred:
+                self._count(account, user, qos, array, jobs, gpus)
+        return self._counters
 
     def lineage(self, account: str) -> list[str]:
         if account not in self._lineage:
@@ -160,13 +197,16 @@ class LimitChecker:
         (jobs, GPUs), as `running_groups` keeps them (no quota ledger: it counts
         job by job)."""
         assert self.quota is None, "a quota ledger counts running jobs one by one"
+        if self.unlimited:  # most cycles then read no counter: count on first read
+            self._deferred += [(key, jobs, gpus) for key, (jobs, gpus) in groups.items()]
+            return
         for (account, user, qos, array), (jobs, gpus) in groups.items():
             self._count(account, user, qos, array, jobs, gpus)
 
     def _count(
         self, account: str, user: str, qos: str, array: int | None, jobs: int, gpus: int
     ) -> None:
-        c = self.count
+        c = self._counters  # (not `count`: a start is added without counting the rest)
         for acct in self.lineage(account):
             c.acct_gpus[acct] += gpus
             c.acct_jobs[acct] += jobs
@@ -182,7 +222,10 @@ class LimitChecker:
 
     def reason(self, job: Job, gpus: int) -> Reason | None:
         """The first limit this job would break by starting now, else None."""
-        reason = self._assoc(job, gpus) or self._qos(job, gpus) or self.array_reason(job)
+        if self.unlimited:
+            reason = self.array_reason(job)
+        else:
+            reason = self._assoc(job, gpus) or self._qos(job, gpus) or self.array_reason(job)
         if reason is None and self.quota is not None:
             reason = self.quota.check(job, gpus)
         return reason

@@ -71,13 +71,20 @@ def priorities(cyc: Cycle) -> Sequence[int]:
     if _kept_order(cyc, kept, at):
         # the kept list itself, not a copy (a copy is O(pending) a cycle): phases
         # never modify the snapshot, and it changes only in the next cycle's update
-        cyc.snap = replace(snap, pending=cyc.memo.order.jobs)
+        if not (snap.shortcuts and _same_few(jobs, cyc.memo.order.jobs)):
+            cyc.snap = replace(snap, pending=cyc.memo.order.jobs)
         order = range(len(jobs))
     else:
         order = _sorted_order(cyc, kept, at)
     if not snap.starts_only:  # the driver reads them (the live server shows them)
         cyc.decisions.priorities = {j.id: kept[j.id][1] for j in jobs}
     return order
+
+
+def _same_few(jobs: list[Job], kept: list[Job]) -> bool:
+    """A few pending jobs already in the kept order (one new job on an empty
+    queue): the snapshot needs no copy with them reordered."""
+    return len(jobs) <= FEW and all(a is b for a, b in zip(jobs, kept, strict=True))
 
 
 def _sorted_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> list[int]:
@@ -292,11 +299,15 @@ def try_start_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, backfilled: bo
     bare = Free(u.free_gpus, u.free_cores, u.free_mem)
     for part, eligible in zip(ctx.parts, ctx.eligible, strict=True):
         # holds only take capacity away: what does not fit without them never fits
-        if select_nodes(cyc.ix, bare, ctx.shape, eligible, ctx.max_leaves(now)) is None:
+        first = select_nodes(cyc.ix, bare, ctx.shape, eligible, ctx.max_leaves(now))
+        if first is None:
             continue
-        free = _free_now(cyc, ctx, plan)
+        free = _free_now(cyc, ctx, plan, bare)
         order = cyc.order_for(free, ctx.shape) if cyc.order_for is not None else None
-        pick = select_nodes(cyc.ix, free, ctx.shape, eligible, ctx.max_leaves(now), order)
+        if free is bare and order is None:  # the same call: the same pick
+            pick: Pick | None = first
+        else:
+            pick = select_nodes(cyc.ix, free, ctx.shape, eligible, ctx.max_leaves(now), order)
         if pick is None:
             continue
         alloc = _concrete(cyc, ctx, pick, eligible, free, now, order)
@@ -320,9 +331,13 @@ def blocked_reason(cyc: Cycle, job_id: int) -> None:
         )
 
 
-def _free_now(cyc: Cycle, ctx: JobContext, plan: Plan | None) -> Free:
+def _free_now(cyc: Cycle, ctx: JobContext, plan: Plan | None, bare: Free | None = None) -> Free:
+    """What the job may take now: free resources less the plan's holds
+    (`bare`, the cycle's free resources, when there is no hold)."""
     if plan is not None and len(plan.holds):
         return plan.free_at(cyc.snap.now, ctx.shape.time_limit, skip=ctx.reservation)
+    if bare is not None:
+        return bare
     u = cyc.usage
     return Free(u.free_gpus, u.free_cores, u.free_mem)
 

@@ -183,8 +183,9 @@ class Snapshot:
     # the same for the running jobs (RunningDelta); None: not known
     running_delta: RunningDelta | None = None
     # the core may take its exact shortcuts (one new job's priority in plain
-    # Python, tide.sched.priority_one); False: the general path every time
-    # (the engine's property tests compare both)
+    # Python, tide.sched.priority_one; running jobs counted for the limits only
+    # where a limit is set, tide.sched.limits.unlimited); False: the general
+    # path every time (the engine's property tests compare both)
     shortcuts: bool = True
 
 

@@ -26,6 +26,7 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from tide.hostlist import compress
 from tide.model import AccountTree, Cluster, Job, JobState
@@ -123,9 +124,13 @@ class Engine:
     # cycle, as the live server (the property tests compare both)
     deltas: bool = True
     # let the core take its exact shortcuts (Snapshot.shortcuts: one new job's
-    # priority without numpy); off: the general path (the property tests
-    # compare both)
+    # priority without numpy, no limit counts without limits); off: the
+    # general path (the property tests compare both)
     shortcuts: bool = True
+    # leave out a cycle with no job pending where the policy says such a cycle
+    # decides nothing (Capabilities.idle_quiet): an end on a cluster without a
+    # queue; off: every cycle runs (the property tests compare both)
+    skip_idle: bool = True
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -202,6 +207,9 @@ class Engine:
             self.skip_quiet and self.policy.capabilities.time_invariant and not self._preemptive
         )
         self.skipped = 0  # backfill passes skipped
+        self._idle_quiet = self.skip_idle and self.policy.capabilities.idle_quiet
+        self.idle_skipped = 0  # cycles left out with no job pending (_idle)
+        self._capacity = int(self.ix.gpus.sum())  # GPUs (the index never changes)
 
     # -- events --------------------------------------------------------------
 
@@ -556,6 +564,10 @@ class Engine:
         return last + period
 
     def _pass(self, now: float, backfill: bool) -> None:
+        if self._idle():
+            self._blocked = False  # what _apply makes of the empty decisions
+            self.idle_skipped += 1
+            return
         running = self._running(now)
         # after _running: a resume gives new views
         running_delta: RunningDelta | None = self.active.delta()
@@ -593,6 +605,17 @@ class Engine:
             from tide.sim.preemption import unpark
 
             unpark(self, now)
+
+    def _idle(self) -> bool:
+        """Whether the cycle due can be left out: no job pending, none being
+        preempted, suspended or parked, and a policy whose cycles then decide
+        nothing. The deltas the core would have taken now go with the next
+        snapshot, which then carries these changes too."""
+        return (
+            self._idle_quiet
+            and not self.pending
+            and not (self.preempting or self.suspended or self.parked)
+        )
 
     # -- preemption (tide.sim.preemption) -------------------------------------
 
@@ -794,6 +817,11 @@ class Engine:
 
     def _describe(self, res: JobResult, alloc: Allocation) -> None:
         names = self.ix.names
+        if len(alloc.nodes) == 1:  # most jobs: the same few strings again and again
+            na = alloc.nodes[0]
+            res.nodelist, res.gpu_index = _one_node(names[na.node], na.gpus)
+            res.cpu_ids = _one_node(names[na.node], na.cores)[1]
+            return
         res.nodelist = compress(names[na.node] for na in alloc.nodes)
         res.gpu_index = node_indices((names[na.node], na.gpus) for na in alloc.nodes)
         res.cpu_ids = node_indices((names[na.node], na.cores) for na in alloc.nodes)
@@ -801,7 +829,7 @@ class Engine:
     # -- metrics -------------------------------------------------------------
 
     def _sample(self, t: float) -> None:
-        allocated = int(self.ix.gpus.sum() - self.usage.free_gpus.sum())
+        allocated = self._capacity - int(self.usage.free_gpus.sum())
         blocked = getattr(self, "_blocked", False) and bool(self.pending)
         idle = int(self.usage.free_gpus[self.usage.usable].sum()) if blocked else 0
         key = (allocated, idle, len(self.pending))
@@ -841,6 +869,12 @@ class Engine:
         if end > last and self.samples:
             self.samples.repeat_last(end)
         return end
+
+
+@lru_cache(maxsize=16384)
+def _one_node(name: str, indices: tuple[int, ...]) -> tuple[str, str]:
+    """The node list and the index list (GPUs or cores) of a one-node allocation."""
+    return compress([name]), node_indices([(name, indices)])
 
 
 def _wall(work: float, sim: SimJob) -> float:

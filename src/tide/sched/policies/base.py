@@ -37,6 +37,10 @@ class Capabilities:
       priorities are recalculated (PriorityCalcPeriod): a pass whose inputs
       did not change since one that decided nothing decides nothing, so the
       twin may skip it (docs/twin.md).
+    - idle_quiet: a cycle with no pending job decides nothing and changes
+      nothing a later cycle reads (its memo follows the driver's deltas,
+      which carry what such a cycle would have read): the twin may leave the
+      cycle out.
     """
 
     predictions: bool = False
@@ -44,6 +48,7 @@ class Capabilities:
     preemption: PreemptionKind = "config"
     coalesce_ties: bool = False
     time_invariant: bool = False
+    idle_quiet: bool = False
 
 
 class Policy(Protocol):

@@ -19,7 +19,7 @@ from tide.sched.types import Decisions, Snapshot
 
 class SlurmPolicy:
     name = "slurm"
-    capabilities = Capabilities(time_invariant=True)
+    capabilities = Capabilities(time_invariant=True, idle_quiet=True)
 
     def __init__(self, index: ClusterIndex, victim_order: str = PRIORITY_ORDER) -> None:
         self._scheduler = Scheduler(index, victim_order=victim_order)
