@@ -322,7 +322,8 @@ def pick_gpus(
     layout: GpuLayout, free_mask: int, count: int, core_mask: int, cores: int, binding: bool
 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Choose GPU indices and core ids on one node, or None if impossible."""
-    return _first_fit(layout, _free_candidates(layout, free_mask, count), core_mask, cores, binding)
+    candidates = _free_candidates(layout, free_mask, count)
+    return _first_fit(layout, candidates, core_mask, cores, binding, socket_masks(layout))
 
 
 MEMO_GPUS = 8  # nodes with at most this many GPUs keep their candidate lists (ix.memo)
@@ -337,15 +338,21 @@ def _free_candidates(layout: GpuLayout, free_mask: int, count: int) -> tuple[tup
     return tuple(_gpu_candidates(layout, free, count))
 
 
+def socket_masks(layout: GpuLayout) -> tuple[int, ...]:
+    """Per GPU, the cores close to it as a bit mask (bit c: core c)."""
+    return tuple(sum(1 << c for c in set(near)) for near in layout.socket_cores)
+
+
 def _first_fit(
     layout: GpuLayout,
     candidates: tuple[tuple[int, ...], ...],
     core_mask: int,
     cores: int,
     binding: bool,
+    masks: tuple[int, ...],
 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     for gpus in candidates:
-        chosen_cores = _pick_cores(layout, gpus, core_mask, cores, binding)
+        chosen_cores = _pick_cores(layout, gpus, core_mask, cores, binding, masks)
         if chosen_cores is not None:
             return gpus, chosen_cores
     return None
@@ -387,27 +394,41 @@ def _n_choose(n: int, k: int) -> int:
 
 
 def _pick_cores(
-    layout: GpuLayout, gpus: tuple[int, ...], core_mask: int, cores: int, binding: bool
+    layout: GpuLayout,
+    gpus: tuple[int, ...],
+    core_mask: int,
+    cores: int,
+    binding: bool,
+    masks: tuple[int, ...],
 ) -> tuple[int, ...] | None:
-    near: list[int] = []
-    for g in gpus:
-        for c in layout.socket_cores[g] if layout.socket_cores else ():
-            if core_mask >> c & 1 and c not in near:
-                near.append(c)
-    near.sort()
+    """Free cores for the GPUs (`core_mask`, bit c: core c free): the lowest
+    free ones close to them (`masks`: socket_masks), then, unless binding
+    forbids it, the lowest free others. Bits, not lists: a node has a hundred
+    cores and this runs for every start."""
+    near = 0
+    if layout.socket_cores:
+        for g in gpus:
+            near |= masks[g]
+    near &= core_mask
     if binding and gpus and layout.socket_cores and any(layout.socket_cores[g] for g in gpus):
-        return tuple(near[:cores]) if len(near) >= cores else None
-    chosen = near[:cores]
+        return tuple(_lowest(near, cores)) if near.bit_count() >= cores else None
+    chosen = _lowest(near, cores)
     if len(chosen) < cores:
-        taken = set(chosen)
-        c = 0
-        while len(chosen) < cores and core_mask >> c:
-            if core_mask >> c & 1 and c not in taken:
-                chosen.append(c)
-            c += 1
+        chosen += _lowest(core_mask & ~near, cores - len(chosen))
         if len(chosen) < cores:
             return None
-    return tuple(sorted(chosen))
+        chosen.sort()
+    return tuple(chosen)
+
+
+def _lowest(mask: int, k: int) -> list[int]:
+    """The (at most) k lowest set bits of `mask`, ascending."""
+    out: list[int] = []
+    while mask and len(out) < k:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
 
 
 def concrete(
@@ -425,7 +446,10 @@ def concrete(
         candidates = _free_candidates(layout, free_mask, pick.gpus)
         if layout.count <= MEMO_GPUS:
             ix.memo[key] = candidates
-    got = _first_fit(layout, candidates, core_mask[pick.node], pick.cores, binding)  # type: ignore[arg-type]
+    masks = ix.memo.get(("socket_masks", li))
+    if masks is None:
+        masks = ix.memo[("socket_masks", li)] = socket_masks(layout)
+    got = _first_fit(layout, candidates, core_mask[pick.node], pick.cores, binding, masks)  # type: ignore[arg-type]
     if got is None:
         return None
     return NodeAlloc(pick.node, got[0], got[1], pick.mem)
