@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tide.model import Account, AccountTree, Job, JobRequest, Limits, Qos, UserAssoc
 from tide.model.job import ArraySpec
-from tide.sched.limits import GPU, LimitChecker, unlimited
+from tide.sched.limits import GPU, LimitChecker, no_static_limits, unlimited
+from tide.sched.shape import shape_of
 
 FIELDS = {
     "grp_tres": st.sampled_from([{}, {GPU: 4}, {"cpu": 8}]),
@@ -108,3 +109,14 @@ def test_each_counted_limit_makes_the_tree_limited() -> None:
     # limits that no running count feeds leave it unlimited
     other = Limits(max_wall=60, max_tres_per_job={GPU: 1}, grp_submit_jobs=2, grp_tres={"cpu": 4})
     assert unlimited(AccountTree(accounts={"a": Account("a", limits=other)}))
+
+
+@settings(max_examples=300)
+@given(
+    trees(), st.lists(st.tuples(jobs(), st.sampled_from([0, 1, 3]), st.sampled_from([30, 3600])))
+)
+def test_no_static_limits_means_no_static_reason(tree: AccountTree, queries: list[tuple]) -> None:
+    full, short = LimitChecker(tree), LimitChecker(tree, no_static=no_static_limits(tree))
+    for job, gpus, limit in queries:
+        shape = shape_of(JobRequest(gpus_per_node=gpus or None), limit)
+        assert short.static_reason(job, shape) == full.static_reason(job, shape)

@@ -41,7 +41,7 @@ from tide.sched.eligibility import JobContext, build_context, quick_reason
 from tide.sched.fairshare import fair_tree_factors
 from tide.sched.index import ClusterIndex
 from tide.sched.kept_order import KeptOrder
-from tide.sched.limits import LimitChecker, RunningGroups, unlimited
+from tide.sched.limits import LimitChecker, RunningGroups, no_static_limits, unlimited
 from tide.sched.placement import Free, select_nodes
 from tide.sched.plan import Plan
 from tide.sched.priority import partition_table
@@ -136,7 +136,7 @@ class CycleMemo:
         self._states: list[object] = []  # `schedulable`: node states it was computed for
         self._up = b""
         self._schedulable = np.zeros(0, dtype=bool)
-        self._unlimited: tuple[object, int, bool] = (None, -1, False)
+        self._limit_kinds: tuple[object, int, tuple[bool, bool]] = (None, -1, (False, False))
 
     def validate(self, accounts: AccountTree, usable: np.ndarray) -> None:
         """Forget every context when the accounts or the usable nodes changed."""
@@ -151,13 +151,15 @@ class CycleMemo:
             self._seen.clear()
             self._accounts, self._version, self._usable = accounts, accounts.version, mask
 
-    def unlimited(self, accounts: AccountTree) -> bool:
-        """tide.sched.limits.unlimited, kept while the accounts are the same
-        object at the same version (as the contexts, which read limits too)."""
-        key = (accounts, accounts.version)
-        if self._unlimited[0] is not key[0] or self._unlimited[1] != key[1]:
-            self._unlimited = (accounts, accounts.version, unlimited(accounts))
-        return self._unlimited[2]
+    def limit_shortcuts(self, accounts: AccountTree) -> tuple[bool, bool]:
+        """(tide.sched.limits.unlimited, no_static_limits), kept while the
+        accounts are the same object at the same version (as the contexts,
+        which read limits too)."""
+        kept = self._limit_kinds
+        if kept[0] is not accounts or kept[1] != accounts.version:
+            kinds = (unlimited(accounts), no_static_limits(accounts))
+            self._limit_kinds = kept = (accounts, accounts.version, kinds)
+        return kept[2]
 
     def schedulable(self, snap: Snapshot, ix: ClusterIndex) -> np.ndarray:
         """A fresh mask of the nodes that take new work (up, and a state that
@@ -301,7 +303,8 @@ def open_cycle(
     usage = usage.copy() if usage is not None else usage_from(ix, snap)
     usage.usable = memo.schedulable(snap, ix)
     quota = ledger_for(snap.quotas, snap.accounts, ix.gpu_type)
-    limits = LimitChecker(snap.accounts, quota, snap.shortcuts and memo.unlimited(snap.accounts))
+    unlimited, no_static = memo.limit_shortcuts(snap.accounts) if snap.shortcuts else (False, False)
+    limits = LimitChecker(snap.accounts, quota, unlimited, no_static)
     if limits.quota is None:
         limits.add_groups(memo.running.update(snap.running, snap.running_delta))
     else:

@@ -148,15 +148,33 @@ def unlimited(accounts: AccountTree) -> bool:
     return True
 
 
+def no_static_limits(accounts: AccountTree) -> bool:
+    """Whether no association or QOS sets a MaxWall or a GPU MaxTRES per job
+    (`LimitChecker.static_reason` is then None for every job)."""
+    every = [
+        *(u.limits for u in accounts.users),
+        *(a.limits for a in accounts.accounts.values()),
+        *(q.limits for q in accounts.qos.values()),
+    ]
+    return all(lim.max_wall is None and GPU not in lim.max_tres_per_job for lim in every)
+
+
 class LimitChecker:
     """The running counters and the limits they are compared with. With
     `unlimited` (no such limit is set: tide.sched.limits.unlimited) the
-    running jobs' groups are counted only if something reads the counters."""
+    running jobs' groups are counted only if something reads the counters;
+    with `no_static` (tide.sched.limits.no_static_limits) no static reason is
+    looked for."""
 
     def __init__(
-        self, accounts: AccountTree, quota: QuotaLedger | None = None, unlimited: bool = False
+        self,
+        accounts: AccountTree,
+        quota: QuotaLedger | None = None,
+        unlimited: bool = False,
+        no_static: bool = False,
     ) -> None:
         self.accounts = accounts
+        self.no_static = no_static
         self._counters = Counters()
         self._lineage: dict[str, list[str]] = {}
         self.quota = quota  # Kueue-style quotas (tide.sched.quota), checked last
@@ -232,6 +250,8 @@ class LimitChecker:
 
     def static_reason(self, job: Job, shape: Shape) -> Reason | None:
         """Limits no amount of waiting can satisfy (MaxWall, per-job TRES)."""
+        if self.no_static:
+            return None
         assoc = self.accounts.assoc(job.user, job.account)
         limits = [assoc.limits] if assoc else []
         limits += [self.accounts.accounts[a].limits for a in self.lineage(job.account)]

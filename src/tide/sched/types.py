@@ -184,7 +184,9 @@ class Snapshot:
     running_delta: RunningDelta | None = None
     # the core may take its exact shortcuts (one new job's priority in plain
     # Python, tide.sched.priority_one; running jobs counted for the limits only
-    # where a limit is set, tide.sched.limits.unlimited); False: the general
+    # where a limit is set, static limits looked for only where one is set,
+    # tide.sched.limits; kept contexts' masks shared with later jobs asking the
+    # same, CycleMemo._kept_bases); False: the general
     # path every time (the engine's property tests compare both)
     shortcuts: bool = True
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 
 import numpy as np
 
@@ -24,6 +25,11 @@ from tide.sim.table import _BOOLS, _FLOATS, _INTS, _STRS, NAN, ResultTable, Time
 # are the job's own
 _SHARED = ("name", "user", "account", "partition", "qos", "state")
 _SHARE_AT_MOST = 1 << 16  # distinct strings remembered (job names may all differ)
+_IS_SHARED = tuple(n in _SHARED for n in _STRS)
+# each group's fields of a JobResult as one tuple, in the columns' order
+_FLOATS_OF, _INTS_OF, _BOOLS_OF, _STRS_OF = (
+    attrgetter(*names) for names in (_FLOATS, _INTS, _BOOLS, _STRS)
+)
 
 
 class ResultColumns:
@@ -40,15 +46,16 @@ class ResultColumns:
         return len(self._ints["job_id"])
 
     def add(self, r: JobResult) -> None:
-        for n, col in self._floats.items():
-            v = getattr(r, n)
+        # each group's fields read in one call (a job ends every few cycles)
+        for col, v in zip(self._floats.values(), _FLOATS_OF(r), strict=True):
             col.append(NAN if v is None else v)
-        for n, icol in self._ints.items():
-            icol.append(getattr(r, n))
-        for n, bcol in self._bools.items():
-            bcol.append(bool(getattr(r, n)))
-        for n, scol in self._strs.items():
-            scol.append(self._share(getattr(r, n)) if n in _SHARED else getattr(r, n))
+        for icol, i in zip(self._ints.values(), _INTS_OF(r), strict=True):
+            icol.append(i)
+        for bcol, b in zip(self._bools.values(), _BOOLS_OF(r), strict=True):
+            bcol.append(bool(b))
+        share = self._share
+        for scol, text, shared in zip(self._strs.values(), _STRS_OF(r), _IS_SHARED, strict=True):
+            scol.append(share(text) if shared else text)
 
     def _share(self, s: str) -> str:
         got = self._shared.get(s)
