@@ -124,8 +124,9 @@ class Engine:
     # cycle, as the live server (the property tests compare both)
     deltas: bool = True
     # let the core take its exact shortcuts (Snapshot.shortcuts: one new job's
-    # priority without numpy, no limit counts without limits); off: the
-    # general path (the property tests compare both)
+    # priority without numpy, no limit counts without limits...), and give no
+    # checkpoint times to a policy that cannot preempt; off: the general path
+    # (the property tests compare both)
     shortcuts: bool = True
     # leave out a cycle with no job pending where the policy says such a cycle
     # decides nothing (Capabilities.idle_quiet): an end on a cluster without a
@@ -210,6 +211,11 @@ class Engine:
         self._idle_quiet = self.skip_idle and self.policy.capabilities.idle_quiet
         self.idle_skipped = 0  # cycles left out with no job pending (_idle)
         self._capacity = int(self.ix.gpus.sum())  # GPUs (the index never changes)
+        # only preemption reads the running jobs' checkpoints (Snapshot.last_checkpoint):
+        # a policy that cannot preempt here gets none (a walk over them every cycle)
+        kind = self.policy.capabilities.preemption
+        may_preempt = kind == "own" or (kind == "config" and self._preemptive)
+        self._victims_read = may_preempt or not self.shortcuts
 
     # -- events --------------------------------------------------------------
 
@@ -587,7 +593,7 @@ class Engine:
             priority_time=self._prio_time,
             bound=dict(self.bound),
             predicted=self._predictions(),
-            last_checkpoint=self._checkpoints(now),
+            last_checkpoint=self._checkpoints(now) if self._victims_read else {},
             preempting={v: e[0] for v, e in self.preempting.items()},
             completing=tuple(self.completing.values()),
             main_pass=self._by_event or not backfill,
