@@ -1,7 +1,8 @@
 """What the cycle keeps or counts faster (issue 12) gives what it replaced.
 
 - LimitChecker.add_running (running jobs counted per group) ≡ `add` job by job;
-- CycleMemo.schedulable follows every node state change and hands out copies;
+- CycleMemo.schedulable follows every node state change and hands out copies,
+  and with the driver's count of changes reads states only when it moves;
 - Holds.arrays sees every hold added after an earlier read;
 - Allocation.gpu_count (counted once) is the sum over its nodes and leaves
   equality and hashing as they were.
@@ -81,6 +82,30 @@ def test_schedulable_follows_node_states_and_hands_out_copies() -> None:
     cluster.nodes[3].state = NodeState.DOWN
     assert memo.schedulable(snap, ix).tolist() == [True, True, True, False]
     ix.up[0] = False  # the index's own view of which nodes are up counts too
+    assert memo.schedulable(snap, ix).tolist() == [False, True, True, False]
+
+
+def test_schedulable_with_the_driver_s_count_reads_states_only_when_it_moves() -> None:
+    """Snapshot.node_states_gen: while the count is the same no state is read
+    (a change the driver did not count is not seen: that is its promise);
+    a new count, a change of ix.up or another cluster object reads them."""
+    cluster = flat_cluster(4)
+    ix = build_index(cluster)
+    memo = CycleMemo()
+    snap = snapshot(cluster, [])
+    snap.node_states_gen = 0
+    assert memo.schedulable(snap, ix).tolist() == [True] * 4
+    cluster.nodes[1].state = NodeState.DOWN
+    assert memo.schedulable(snap, ix).tolist() == [True] * 4  # not counted: not read
+    snap.node_states_gen = 1
+    assert memo.schedulable(snap, ix).tolist() == [True, False, True, True]
+    ix.up[3] = False
+    assert memo.schedulable(snap, ix).tolist() == [True, False, True, False]
+    other = flat_cluster(4)
+    snap.cluster = other
+    assert memo.schedulable(snap, ix).tolist() == [True, True, True, False]
+    snap.node_states_gen = None  # not kept: read every time
+    other.nodes[0].state = NodeState.DRAIN
     assert memo.schedulable(snap, ix).tolist() == [False, True, True, False]
 
 

@@ -136,6 +136,7 @@ class CycleMemo:
         self._states: list[object] = []  # `schedulable`: node states it was computed for
         self._up = b""
         self._schedulable = np.zeros(0, dtype=bool)
+        self._states_gen: tuple[int | None, object] = (None, None)  # `schedulable`'s
         self._limit_kinds: tuple[object, int, tuple[bool, bool]] = (None, -1, (False, False))
 
     def validate(self, accounts: AccountTree, usable: np.ndarray) -> None:
@@ -164,12 +165,17 @@ class CycleMemo:
     def schedulable(self, snap: Snapshot, ix: ClusterIndex) -> np.ndarray:
         """A fresh mask of the nodes that take new work (up, and a state that
         schedules); computed again only when a node's state or ix.up changed,
-        which a cycle over a thousand nodes otherwise pays every time."""
-        states = list(map(_STATE, snap.cluster.nodes))
+        which a cycle over a thousand nodes otherwise pays every time. With
+        the driver's count of node state changes (Snapshot.node_states_gen)
+        the states are not even read while that count stays the same."""
         up = ix.up.tobytes()
-        if states != self._states or up != self._up:
-            self._states, self._up = states, up
-            self._schedulable = ix.up & np.array([st.schedulable for st in states], dtype=bool)
+        gen, kept = snap.node_states_gen, self._states_gen
+        if gen is None or gen != kept[0] or snap.cluster is not kept[1] or up != self._up:
+            states = list(map(_STATE, snap.cluster.nodes))
+            if states != self._states or up != self._up:
+                self._states, self._up = states, up
+                self._schedulable = ix.up & np.array([st.schedulable for st in states], dtype=bool)
+            self._states_gen = (gen, snap.cluster)
         return self._schedulable.copy()
 
     def smallest(

@@ -189,6 +189,9 @@ class Snapshot:
     # same, CycleMemo._kept_bases); False: the general
     # path every time (the engine's property tests compare both)
     shortcuts: bool = True
+    # the driver's count of node state changes (the twin's; None: not kept):
+    # while it is the one of the last cycle, no node's state is read again
+    node_states_gen: int | None = None
 
 
 @dataclass(slots=True, frozen=True)

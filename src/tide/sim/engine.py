@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from tide.hostlist import compress
-from tide.model import AccountTree, Cluster, Job, JobState
+from tide.model import AccountTree, Cluster, Job, JobState, NodeState
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.sched import triggers
@@ -211,6 +211,7 @@ class Engine:
         self._idle_quiet = self.skip_idle and self.policy.capabilities.idle_quiet
         self.idle_skipped = 0  # cycles left out with no job pending (_idle)
         self._capacity = int(self.ix.gpus.sum())  # GPUs (the index never changes)
+        self._node_gen = 0  # node state changes (set_node_state)
         # only preemption reads the running jobs' checkpoints (Snapshot.last_checkpoint):
         # a policy that cannot preempt here gets none (a walk over them every cycle)
         kind = self.policy.capabilities.preemption
@@ -359,7 +360,7 @@ class Engine:
         if kind == FAIL:
             return self._fail(t, data), self._bf_due(t, kind)
         if kind == REPAIR:
-            self.cluster.nodes[data].state = self.cluster.nodes[data].state.__class__.IDLE
+            self.set_node_state(data, NodeState.IDLE)
             return True, self._bf_due(t, kind)
         if kind == PREEMPT:
             return self._kill(t, data), self._bf_due(t, kind)
@@ -440,6 +441,12 @@ class Engine:
         except Exception as e:  # a value no reader checks (a hand-built workload)
             self._fault(job.id, describe(e))
             return False
+
+    def set_node_state(self, node: int, state: NodeState) -> None:
+        """Every node state change goes through here: the core reads no
+        node's state while the count is the same (Snapshot.node_states_gen)."""
+        self.cluster.nodes[node].state = state
+        self._node_gen += 1
 
     def _fault(self, job_id: int, error: str) -> None:
         """A job the twin cannot evaluate: reported and left out; the run goes on."""
@@ -601,6 +608,7 @@ class Engine:
             starts_only=self.starts_only,
             pending_delta=self._queue.delta() if self.deltas else None,
             shortcuts=self.shortcuts,
+            node_states_gen=self._node_gen if self.shortcuts else None,
         )
         decisions, faulty = schedule_isolating(lambda s: self.policy.schedule(s, self.usage), snap)
         for f in faulty:

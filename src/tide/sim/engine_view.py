@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from tide.model import Cluster, Job
+from tide.model import Cluster, Job, NodeState
 from tide.model.sched_config import SchedulerConfig
 from tide.sched.index import ClusterIndex
 from tide.sched.requeue import RequeuePolicy
@@ -51,3 +51,5 @@ class EngineView(Protocol):
     def paused_at(self, act: Active) -> float: ...
 
     def close_training(self, act: Active, t: float, work: float, lost: float = 0.0) -> None: ...
+
+    def set_node_state(self, node: int, state: NodeState) -> None: ...

@@ -100,7 +100,7 @@ def fail_node(engine: EngineView, t: float, node: int) -> bool:
     state = engine.cluster.nodes[node]
     if state.state is NodeState.DOWN:
         return False
-    state.state = NodeState.DOWN
+    engine.set_node_state(node, NodeState.DOWN)
     repair = next(
         (f.repair_after for f in engine.faults if f.time == t and engine.ix.pos[f.node] == node),
         3600.0,
