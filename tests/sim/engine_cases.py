@@ -92,6 +92,11 @@ row = st.tuples(
 )
 rows = st.lists(row, min_size=1, max_size=30)
 
+# a backlog behind a whole-cluster job (issue 12, seed004's case): that job's
+# submit and run, and rows that queue behind it across PriorityCalcPeriod
+# recalculations, their dependencies, begin times and --switches waits pending
+backlogs = st.tuples(st.integers(0, 600), st.integers(600, 3000), rows)
+
 faults = st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 5), st.integers(60, 2000)),
                   max_size=2)  # fmt: skip
 
@@ -155,6 +160,12 @@ def sim_jobs(data: list[tuple], gpus: int, preempt: str = "") -> list[SimJob]:
         out.append(SimJob(id=k, submit=float(submit), duration=float(run), request=req,
                           user=user, account=account, array=array))  # fmt: skip
     return out
+
+
+def whole_cluster_first(c: dict, backlog: tuple) -> list[tuple]:
+    """A drawn backlog as rows: the job on every GPU of every node, then the rest."""
+    submit, run, rest = backlog
+    return [(submit, run, c["nodes"], 8, 3600, 9, True), *rest]
 
 
 def node_faults(fail: list[tuple], nodes: int) -> list[Fault]:

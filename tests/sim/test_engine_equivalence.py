@@ -3,9 +3,10 @@ equal metrics to the engine computing everything each cycle (issue 12,
 "Tests"), under every policy: the fast side is the default Engine (quiet
 passes skipped, backfill stopped once nothing can start, the kept priority
 order and running counts from the driver's deltas, reservations in C, the
-core's exact shortcuts, cycles with no job pending left out); the
-plain side turns each off (skip_quiet, starts_only, deltas False; the numpy
-reservation rule, reserve._kernel None; shortcuts, skip_idle False).
+core's exact shortcuts, cycles with no job pending left out, a pass with no
+GPU free skipped); the plain side turns each off (skip_quiet, starts_only,
+deltas False; the numpy reservation rule, reserve._kernel None; shortcuts,
+skip_idle, skip_futile False).
 Random slurm.conf clusters and workloads from engine_cases, with preemption
 (partition_prio, REQUEUE or CANCEL; preempt/qos REQUEUE with a GraceTime),
 association limits or none, and node failures. The twin
@@ -22,10 +23,22 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from engine_cases import faults, load_conf, node_faults, preempting_confs, rows, sim_jobs
+from engine_cases import (
+    backlogs,
+    confs,
+    faults,
+    load_conf,
+    node_faults,
+    preempting_confs,
+    rows,
+    sim_jobs,
+    whole_cluster_first,
+)
 from hypothesis import given, settings
 
 from tide.config.loaded import LoadedCluster
+from tide.model import JobRequest
+from tide.model.job import Dependency, DependencyItem, DependencyType
 from tide.model.sched_config import BackfillMode
 from tide.sched import reserve
 from tide.sim.engine import Engine
@@ -52,11 +65,22 @@ def run(
     fast: bool,
 ) -> tuple[bytes, str]:  # fmt: skip
     """jobs.csv's bytes and the metrics (as JSON text: NaN equals NaN)."""
+    return outputs(engine(loaded, backfill, policy, down, fast), jobs)
+
+
+def engine(
+    loaded: LoadedCluster, backfill: str, policy: str, down: list[Fault], fast: bool
+) -> Engine:
+    """The default Engine (fast), or one with every fast path off."""
     cfg = copy.deepcopy(loaded.config)
     cfg.backfill = BackfillMode(backfill)
-    eng = Engine(copy.deepcopy(loaded.cluster), cfg, policy, copy.deepcopy(loaded.accounts),
-                 list(down), skip_quiet=fast, starts_only=fast, deltas=fast,
-                 shortcuts=fast, skip_idle=fast)  # fmt: skip
+    return Engine(copy.deepcopy(loaded.cluster), cfg, policy, copy.deepcopy(loaded.accounts),
+                  list(down), skip_quiet=fast, starts_only=fast, deltas=fast,
+                  shortcuts=fast, skip_idle=fast, skip_futile=fast)  # fmt: skip
+
+
+def outputs(eng: Engine, jobs: list[SimJob]) -> tuple[bytes, str]:
+    """The engine's jobs.csv bytes and metrics (JSON text) on the jobs."""
     out = eng.run(copy.deepcopy(jobs))
     metrics = compute_metrics(out.results, out.capacity_gpus, out.samples)
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,6 +106,62 @@ def assert_same(c: dict, data: list[tuple], fail: list) -> None:
 @given(preempting_confs, rows, faults)
 def test_every_fast_path_equals_the_plain_engine(c: dict, data: list[tuple], fail: list) -> None:
     assert_same(c, data, fail)
+
+
+@pytest.mark.slow
+@settings(max_examples=40)
+@given(confs, backlogs, faults)
+def test_a_backlog_behind_a_full_cluster_equals_the_plain_engine(
+    c: dict, backlog: tuple, fail: list
+) -> None:
+    """The futile passes' case (tide.sched.futile): a job on every GPU, a
+    backlog behind it across PriorityCalcPeriod recalculations (fair-share
+    and age drawn), with dependencies, begin times and --switches waits
+    pending among it (about 4 draws in 10 skip a pass in slurm's engine)."""
+    assert_same({**c, "preempt": ""}, whole_cluster_first(c, backlog), fail)
+
+
+def test_futile_passes_behind_a_whole_cluster_job_are_skipped() -> None:
+    """seed004 in miniature: while a job holds every GPU, the passes after
+    the priority recalculations (every minute; fair-share and age move every
+    pending job's priority) and the backfill ticks decide nothing and are
+    skipped; a job with a begin time and one with a dependency in the
+    backlog keep their passes (the pass sets their eligibility and wake)."""
+    c = {"nodes": 2, "gpus": 4, "leaf": 1, "interval": 30, "res": 60, "window": 1440,
+         "test": 1000, "calc": 1, "age": 1000, "fs": 10000, "backfill": "conservative",
+         "limits": False, "preempt": ""}  # fmt: skip
+    small = [(60 + 40 * k, 100 + 10 * k, 1, 1 + k % 4, 300, 9, k % 3 == 0) for k in range(12)]
+    timed = [(300, 50, 1, 2, 300, 1, True), (700, 50, 1, 1, None, 0, False)]  # begin, dependency
+    jobs = sim_jobs(whole_cluster_first(c, (0, 2400, small + timed)), c["gpus"])
+    loaded = load_conf(c)
+    fast = engine(loaded, "conservative", "slurm", [], fast=True)
+    plain = engine(loaded, "conservative", "slurm", [], fast=False)
+    assert outputs(fast, jobs) == outputs(plain, jobs)
+    assert fast.futile >= 5 and plain.futile == 0
+
+
+def test_a_job_without_gpus_and_one_waiting_for_it_keep_their_passes() -> None:
+    """No GPU free does not make a pass futile for a job that needs none (it
+    starts at once on free cores), nor for a dependency its end satisfies
+    while the cluster stays full: that pass sets the eligibility (500 here,
+    not the whole job's end) and the order after it. A rule skipping them
+    is caught (the CPU job starts at 2400, its dependant is eligible late)."""
+    c = {"nodes": 2, "gpus": 4, "leaf": 1, "interval": 30, "res": 60, "window": 1440,
+         "test": 1000, "calc": 1, "age": 1000, "fs": 10000, "backfill": "conservative",
+         "limits": False, "preempt": ""}  # fmt: skip
+    small = [(60 + 40 * k, 100, 1, 1, 300, 9, k % 2 == 0) for k in range(6)]
+    jobs = sim_jobs(whole_cluster_first(c, (0, 2400, small)), c["gpus"])
+    after = Dependency((DependencyItem(DependencyType.AFTEROK, ("100",)),))
+    cpu = JobRequest(name="cpu", cpus_per_task=2, time_limit=3600)
+    dependant = JobRequest(name="after", gpus_per_node=1, time_limit=300, dependency=after)
+    jobs += [SimJob(id=100, submit=10.0, duration=490.0, request=cpu, user="ua", account="a"),
+             SimJob(id=101, submit=20.0, duration=60.0, request=dependant, user="ub",
+                    account="b")]  # fmt: skip
+    jobs.sort(key=lambda j: j.submit)
+    loaded = load_conf(c)
+    fast = outputs(engine(loaded, "conservative", "slurm", [], fast=True), jobs)
+    assert fast == outputs(engine(loaded, "conservative", "slurm", [], fast=False), jobs)
+    assert ",after,ub,b,gpu,normal,1,1,20,500,2400," in fast[0].decode()
 
 
 def test_a_pass_stopped_early_still_names_the_job_waiting_for_resources() -> None:

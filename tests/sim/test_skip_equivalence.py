@@ -31,7 +31,7 @@ def _csv(
     cfg = copy.deepcopy(loaded.config)
     cfg.backfill = BackfillMode(backfill)
     eng = Engine(copy.deepcopy(loaded.cluster), cfg, "slurm", loaded.accounts, down or [],
-                 skip_quiet=lean, starts_only=lean)  # fmt: skip
+                 skip_quiet=lean, starts_only=lean, skip_futile=lean)  # fmt: skip
     out = eng.run(jobs)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "jobs.csv"

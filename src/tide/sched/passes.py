@@ -41,6 +41,9 @@ from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
 _PRIORITY = PendingInfo(Reason.PRIORITY)
+# the kept order takes any delta of at most this many jobs (a full sort costs
+# more than a few bisections however small the queue)
+_FEW_MOVED = 64
 FEW = 8  # new jobs whose priorities are computed one by one (priority_one)
 _ID, _SUBMIT = attrgetter("id"), attrgetter("submit")
 
@@ -115,9 +118,13 @@ def _kept_order(cyc: Cycle, kept: dict[int, tuple], at: float) -> bool:
     driver says changed (Snapshot.pending_delta), holds the pending jobs: the
     cost follows the changes, not the queue. False when it cannot be used (no
     delta, or not the one that follows the kept order, or a pending job it
-    does not hold: the driver left one out)."""
+    does not hold: the driver left one out), or when so much changed that
+    sorting all again costs less (each change moves up to the whole list)."""
     delta, memo_order = cyc.snap.pending_delta, cyc.memo.order
     if delta is None or memo_order.gen is None or memo_order.gen != delta.since:
+        return False
+    moved = len(delta.changed) + len(delta.gone)
+    if moved > _FEW_MOVED and moved > len(cyc.snap.pending) // 4:
         return False
     memo_order.gen = None  # until updated whole
     for jid in delta.gone:

@@ -33,6 +33,7 @@ from tide.model import AccountTree, Cluster, Job, JobState, NodeState
 from tide.model.quota import QuotaTree
 from tide.model.sched_config import SchedulerConfig
 from tide.sched import triggers
+from tide.sched.futile import pass_is_futile
 from tide.sched.index import ClusterIndex, build_index
 from tide.sched.isolate import describe, schedule_isolating
 from tide.sched.policies import Policy, policy_for
@@ -132,6 +133,10 @@ class Engine:
     # decides nothing (Capabilities.idle_quiet): an end on a cluster without a
     # queue; off: every cycle runs (the property tests compare both)
     skip_idle: bool = True
+    # skip a pass that can decide nothing: no GPU free and every pending job
+    # waiting for GPUs alone (tide.sched.futile; the priority recalculation
+    # still runs); off: the pass runs (the property tests compare both)
+    skip_futile: bool = True
 
     def __post_init__(self) -> None:
         if self.faults:  # failures change node states: work on a copy
@@ -217,6 +222,17 @@ class Engine:
         kind = self.policy.capabilities.preemption
         may_preempt = kind == "own" or (kind == "config" and self._preemptive)
         self._victims_read = may_preempt or not self.shortcuts
+        # futile passes (tide.sched.futile): skipped only where no GPU comes free
+        # without a pass after them, since the pass names the job waiting for
+        # Resources, which the timeline reads for idle GPUs (`_blocked`): no end
+        # whose pass waits (sched_min_interval), no preemption, Slurm's semantics
+        self._futile_ok = (
+            self.skip_futile
+            and caps.time_invariant
+            and not self._preemptive
+            and triggers.min_gap(self.config) == 0
+        )
+        self.futile = 0  # futile passes skipped
 
     # -- events --------------------------------------------------------------
 
@@ -562,9 +578,22 @@ class Engine:
         self._resume(now)
         self._recalc_priorities(now)
         version = self._version  # what the pass reads, changes made just now included
-        self._pass(now, backfill)
+        if self._futile_now():
+            self.futile += 1
+        else:
+            self._pass(now, backfill)
         if backfill and self._skips and not (self.suspended or self.preempting or self.passes):
             self._quiet = (version, self._next_recalc()) if self._version == version else None
+
+    def _futile_now(self) -> bool:
+        """Whether the pass due now can decide nothing (tide.sched.futile):
+        free GPUs first, the cheap test that fails whenever jobs can start."""
+        return (
+            self._futile_ok
+            and not self.usage.free_gpus.any()
+            and not self.passes
+            and pass_is_futile(self.config, 0, self._queue.others())
+        )
 
     def _next_recalc(self) -> float:
         """When `_recalc_priorities` will next move the priority time."""

@@ -36,7 +36,9 @@ class Capabilities:
     - time_invariant: between events its decisions change only when
       priorities are recalculated (PriorityCalcPeriod): a pass whose inputs
       did not change since one that decided nothing decides nothing, so the
-      twin may skip it (docs/twin.md).
+      twin may skip it (docs/twin.md); nor does a pass with no GPU free
+      decide anything but reasons while every pending job waits for GPUs
+      alone (tide.sched.futile).
     - idle_quiet: a cycle with no pending job decides nothing and changes
       nothing a later cycle reads (its memo follows the driver's deltas,
       which carry what such a cycle would have read): the twin may leave the
