@@ -29,7 +29,7 @@ owner of that memo; `ready` and `context` below are the only readers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -179,7 +179,7 @@ class CycleMemo:
         return self._schedulable.copy()
 
     def smallest(
-        self, cyc: Cycle, jobs: list[Job], needs: Callable[[Cycle, Job], tuple[float, float]]
+        self, cyc: Cycle, jobs: Sequence[Job], needs: Callable[[Cycle, Job], tuple[float, float]]
     ) -> tuple[float, float]:
         """Lower bounds, over `jobs`, of each member of `needs(cyc, job)`, kept
         between cycles: jobs gone only raise the true minima, so kept ones stay

@@ -84,7 +84,7 @@ def priorities(cyc: Cycle) -> Sequence[int]:
     return order
 
 
-def _same_few(jobs: list[Job], kept: list[Job]) -> bool:
+def _same_few(jobs: Sequence[Job], kept: list[Job]) -> bool:
     """A few pending jobs already in the kept order (one new job on an empty
     queue): the snapshot needs no copy with them reordered."""
     return len(jobs) <= FEW and all(a is b for a, b in zip(jobs, kept, strict=True))
@@ -150,7 +150,7 @@ def _follow_empty(cyc: Cycle) -> None:
         memo_order.gen = delta.gen
 
 
-def _rekey(cyc: Cycle, jobs: list[Job], kept: dict[int, tuple], at: float) -> None:
+def _rekey(cyc: Cycle, jobs: Sequence[Job], kept: dict[int, tuple], at: float) -> None:
     """The priorities of those `jobs` whose key is not the one kept."""
     snap, cfg = cyc.snap, cyc.snap.config
     rows = [(j, k, kept.get(j.id)) for j, k in zip(jobs, map(_priority_key, jobs), strict=True)]

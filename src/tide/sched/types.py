@@ -7,6 +7,7 @@ snapshot, call `tide.sched.schedule`, and apply the returned decisions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -133,7 +134,9 @@ class Snapshot:
     cluster: Cluster
     config: SchedulerConfig
     now: float
-    pending: list[Job] = field(default_factory=list)
+    # in queue order; read, never kept past the cycle (the twin's is a view
+    # of its queue, not a copy: tide.sim.pending.QueueView)
+    pending: Sequence[Job] = field(default_factory=list)
     running: list[Running] = field(default_factory=list)
     accounts: AccountTree = field(default_factory=AccountTree)
     # decayed usage (GPU-seconds or TRES-billing-seconds) per association key:

@@ -619,7 +619,7 @@ class Engine:
             cluster=self.cluster,
             config=self.config,
             now=now,
-            pending=list(self.pending.values()),
+            pending=self._queue.view(),
             running=running,
             running_delta=running_delta,
             accounts=self.accounts,

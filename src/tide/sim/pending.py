@@ -7,6 +7,9 @@ Every way a job enters the queue is a `__setitem__`, every way out a `pop` or
 `del`; the one change made to a queued job that the core reads (its
 EligibleTime, from the core's own decisions) goes through `touch`.
 
+A snapshot reads the queue through a `QueueView`, not a copy of it (a copy
+per cycle is O(pending): most of a pass with a backlog draining).
+
 It also counts the queued jobs that wait on more than free GPUs (`others`,
 tide.sched.futile.waits_only_for_gpus): while none does and no GPU is free,
 the engine skips the pass.
@@ -14,13 +17,15 @@ the engine skips the pass.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from itertools import count
-from typing import Any
+from typing import Any, overload
 
 from tide.model import Job
 from tide.sched.futile import waits_only_for_gpus
 from tide.sched.types import PendingDelta
 
+_HOLES = 1024  # jobs taken out before the table is built again (`_compact`)
 _GENS = count(1)  # snapshot names, unique in the process (a memo follows one driver)
 
 
@@ -43,20 +48,25 @@ class PendingJobs(dict[int, Job]):
         # the queued jobs that wait on more than GPUs
         self._untested: set[int] = set()
         self._others: set[int] = set()
+        self.moves = 0  # jobs put in or taken out so far (a QueueView's validity)
+        self._holes = 0  # jobs taken out since the table was last built (`_compact`)
 
     def __setitem__(self, job_id: int, job: Job) -> None:
         super().__setitem__(job_id, job)
         self._changed.add(job_id)
         self._untested.add(job_id)
+        self.moves += 1
 
     def __delitem__(self, job_id: int) -> None:
         super().__delitem__(job_id)
         self._left(job_id)
 
     def pop(self, job_id: int, *default: Any) -> Any:  # type: ignore[override]
-        if job_id in self:
-            self._left(job_id)
-        return super().pop(job_id, *default)
+        if job_id not in self:
+            return super().pop(job_id, *default)
+        job = super().pop(job_id)
+        self._left(job_id)
+        return job
 
     def popitem(self) -> tuple[int, Job]:
         job_id, job = super().popitem()
@@ -64,15 +74,33 @@ class PendingJobs(dict[int, Job]):
         return job_id, job
 
     def clear(self) -> None:
+        self.moves += 1
         self._gone.update(self)
         self._untested.clear()
         self._others.clear()
+        self._holes = 0
         super().clear()
 
     def _left(self, job_id: int) -> None:
+        """After a job was taken out."""
+        self.moves += 1
         self._gone.add(job_id)
         self._untested.discard(job_id)
         self._others.discard(job_id)
+        self._holes += 1
+        if self._holes >= _HOLES:
+            self._compact()
+
+    def _compact(self) -> None:
+        """The table built again without the holes removed jobs left: a dict
+        does not shrink as jobs leave, and a walk from its head (the engine
+        reads the first queued job every cycle) steps over every hole before
+        the first job; with a backlog draining from the head, tens of
+        thousands. Same jobs, same order (C-level calls: nothing recorded)."""
+        items = list(dict.items(self))
+        dict.clear(self)
+        dict.update(self, items)
+        self._holes = 0
 
     def update(self, *args: Any, **kw: Any) -> None:
         for job_id, job in dict(*args, **kw).items():
@@ -109,5 +137,45 @@ class PendingJobs(dict[int, Job]):
         self._gone.clear()
         return out
 
+    def view(self) -> QueueView:
+        """The queued jobs in queue order, for one snapshot (Snapshot.pending)."""
+        return QueueView(self)
 
-__all__ = ["PendingJobs", "next_gen"]
+
+class QueueView(Sequence[Job]):
+    """The jobs of a PendingJobs in its order, read in place: length and
+    iteration read the queue, an index a list built on first use (the
+    core indexes the pending jobs only when it sorts them all). The engine
+    changes the queue only after the core's cycle; a view used once the
+    queue changed raises rather than show other jobs than its snapshot's."""
+
+    __slots__ = ("_listed", "_moves", "_queue")
+
+    def __init__(self, queue: PendingJobs) -> None:
+        self._queue = queue
+        self._moves = queue.moves
+        self._listed: list[Job] | None = None
+
+    def _live(self) -> PendingJobs:
+        if self._queue.moves != self._moves:
+            raise RuntimeError("the queue changed since this snapshot of it was taken")
+        return self._queue
+
+    def __len__(self) -> int:
+        return len(self._live())
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._live().values())
+
+    @overload
+    def __getitem__(self, i: int) -> Job: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Job]: ...
+    def __getitem__(self, i: int | slice) -> Job | list[Job]:
+        queue = self._live()
+        if self._listed is None:
+            self._listed = list(queue.values())
+        return self._listed[i]
+
+
+__all__ = ["PendingJobs", "QueueView", "next_gen"]

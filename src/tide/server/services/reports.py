@@ -41,7 +41,7 @@ def priorities(
     ctl: Ctl, who: Principal, job_ids: list[str], users: list[str]
 ) -> list[dict[str, Any]]:
     snap = load(ctl, ctl.active, time.time(), False).snapshot
-    jobs = snap.pending
+    jobs = list(snap.pending)
     if not who.operator:
         users = [who.user]
     if users:
