@@ -48,19 +48,36 @@ def test_a_view_is_refused_once_the_queue_changed(change: str) -> None:
     assert not PendingJobs().view()
 
 
-def test_the_queue_keeps_its_order_and_records_as_it_sheds_holes() -> None:
-    """Thousands of jobs leaving from the head (a backlog draining) rebuild
-    the table now and then; the order, the delta and the counts stay."""
+def test_the_queue_keeps_its_order_and_records_as_a_backlog_drains() -> None:
+    """Thousands of jobs leaving from the head (a backlog draining): the
+    first job, the order, the delta and the counts follow."""
     q = PendingJobs()
+    assert q.first() is None
     for jid in range(3000):
         q[jid] = job(jid)
     q.delta()
-    left = [jid for jid in range(3000) if jid % 7 != 3]
-    for jid in left[:2500]:
+    left = [jid for jid in range(3000) if jid % 7 != 3][:2500]
+    for jid in left:
         q.pop(jid)
+        assert q.first() is next(iter(q.values()))
     q[5000] = job(5000)
-    kept = [jid for jid in range(3000) if jid not in set(left[:2500])] + [5000]
+    kept = [jid for jid in range(3000) if jid not in set(left)] + [5000]
     assert list(q) == kept == [j.id for j in q.view()]
     d = q.delta()
-    assert d.gone == frozenset(left[:2500]) and [j.id for j in d.changed] == [5000]
+    assert d.gone == frozenset(left) and [j.id for j in d.changed] == [5000]
     assert q.others() == len(kept)  # none is eligible: each waits on more than GPUs
+
+
+def test_the_first_job_follows_requeues_and_jobs_put_again_in_place() -> None:
+    q = PendingJobs()
+    q[1], q[2], q[3] = job(1), job(2), job(3)
+    again = q.pop(1)
+    q[1] = again  # a requeue: back at the end
+    assert q.first() is q[2] and list(q) == [2, 3, 1]
+    q[2] = job(2)  # put again in place: keeps its place
+    assert q.first() is q[2] and list(q) == [2, 3, 1]
+    del q[2]
+    q.pop(3)
+    assert q.first() is again
+    q.clear()
+    assert q.first() is None

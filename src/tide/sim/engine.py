@@ -784,7 +784,7 @@ class Engine:
             self._start(now, start)
         for p in d.preemptions:
             self._preempt(now, p)
-        top = next(iter(self.pending.values()), None)
+        top = self._queue.first()
         self._blocked = bool(
             top is not None
             and d.pending.get(top.id) is not None

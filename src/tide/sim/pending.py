@@ -17,6 +17,7 @@ the engine skips the pass.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
 from itertools import count
 from typing import Any, overload
@@ -25,7 +26,6 @@ from tide.model import Job
 from tide.sched.futile import waits_only_for_gpus
 from tide.sched.types import PendingDelta
 
-_HOLES = 1024  # jobs taken out before the table is built again (`_compact`)
 _GENS = count(1)  # snapshot names, unique in the process (a memo follows one driver)
 
 
@@ -49,9 +49,15 @@ class PendingJobs(dict[int, Job]):
         self._untested: set[int] = set()
         self._others: set[int] = set()
         self.moves = 0  # jobs put in or taken out so far (a QueueView's validity)
-        self._holes = 0  # jobs taken out since the table was last built (`_compact`)
+        # `first`: (job id, its put number) in queue order, some stale (taken
+        # out or put in again since), and each queued job's put number
+        self._arrivals: deque[tuple[int, int]] = deque()
+        self._put_at: dict[int, int] = {}
 
     def __setitem__(self, job_id: int, job: Job) -> None:
+        if job_id not in self:  # a job put again in place keeps its place
+            self._arrivals.append((job_id, self.moves))
+            self._put_at[job_id] = self.moves
         super().__setitem__(job_id, job)
         self._changed.add(job_id)
         self._untested.add(job_id)
@@ -78,7 +84,8 @@ class PendingJobs(dict[int, Job]):
         self._gone.update(self)
         self._untested.clear()
         self._others.clear()
-        self._holes = 0
+        self._arrivals.clear()
+        self._put_at.clear()
         super().clear()
 
     def _left(self, job_id: int) -> None:
@@ -87,20 +94,7 @@ class PendingJobs(dict[int, Job]):
         self._gone.add(job_id)
         self._untested.discard(job_id)
         self._others.discard(job_id)
-        self._holes += 1
-        if self._holes >= _HOLES:
-            self._compact()
-
-    def _compact(self) -> None:
-        """The table built again without the holes removed jobs left: a dict
-        does not shrink as jobs leave, and a walk from its head (the engine
-        reads the first queued job every cycle) steps over every hole before
-        the first job; with a backlog draining from the head, tens of
-        thousands. Same jobs, same order (C-level calls: nothing recorded)."""
-        items = list(dict.items(self))
-        dict.clear(self)
-        dict.update(self, items)
-        self._holes = 0
+        self._put_at.pop(job_id, None)
 
     def update(self, *args: Any, **kw: Any) -> None:
         for job_id, job in dict(*args, **kw).items():
@@ -110,6 +104,19 @@ class PendingJobs(dict[int, Job]):
         if job_id not in self:
             self[job_id] = job
         return self[job_id]
+
+    def first(self) -> Job | None:
+        """The first job in queue order. Not `next(iter(self))`: a dict does not
+        shrink as jobs leave, and a walk from its head steps over every hole
+        before the first job (tens of thousands while a backlog drains from
+        the head); stale arrivals are dropped as met, once each."""
+        arrivals, put_at = self._arrivals, self._put_at
+        while arrivals:
+            job_id, put = arrivals[0]
+            if put_at.get(job_id) == put:
+                return self[job_id]
+            arrivals.popleft()
+        return None
 
     def touch(self, job_id: int) -> None:
         """A queued job was changed in place."""
