@@ -101,6 +101,53 @@ def test_kernel_equals_numpy(  # type: ignore[no-untyped-def]
     assert got == earliest_py(ix, plan, ctx, eligible, horizon, res)
 
 
+# nodes, GPUs, CPUs, exclusive, limit, eligible nodes (bits), start a job after it
+_job = st.tuples(
+    st.integers(1, 4), st.integers(0, 8), st.integers(0, 40), st.booleans(),
+    st.integers(1, 500), st.integers(1, 2**NODES - 1), st.booleans(),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_run, max_size=40),
+    st.lists(_hold, max_size=14),
+    st.lists(_job, min_size=1, max_size=10),
+    st.sampled_from(TREES),
+    st.sampled_from([1, 60]),
+    st.tuples(st.sampled_from([0.0, 30.0]), st.sampled_from([None, "resv"])),  # now, skip
+)
+def test_one_planner_over_a_pass_equals_numpy(  # type: ignore[no-untyped-def]
+    runs, holds, jobs, tree, res, when
+) -> None:
+    """A pass plans many jobs on one plan: its Planner is bound once and kept
+    (its scratch and node_ready memo reused, its hold columns read in place
+    until they grow, the plan bound again after a start). Each job in turn,
+    with the holds of those before it and a started job now and then, gets
+    from C what numpy gives it on a twin plan."""
+    now, skip = when
+    ix = build_index(tree_cluster(tree, gpus=8))
+    fast, slow = _plan(ix, runs, holds, now), _plan(ix, runs, holds, now)
+    for k, (need, gpus, cpus, exclusive, limit, mask, start) in enumerate(jobs):
+        eligible = np.array([mask >> i & 1 for i in range(NODES)], dtype=bool)
+        shape = Shape(need, need, gpus, gpus * need, False, cpus, 0, 0, 0, exclusive, "", False,
+                      limit)  # fmt: skip
+        ctx = JobContext(job(1, nodes=need), [], [eligible], shape, None, skip)
+        got = earliest_c(ix, fast, shape, eligible, skip, math.inf, res)
+        assert got == earliest_py(ix, slow, ctx, eligible, math.inf, res)
+        if got is not None:
+            for plan in (fast, slow):
+                for node in got[1]:
+                    plan.hold(node, got[0], got[0] + limit)
+        free = np.flatnonzero((fast.free_gpus >= 1) & (fast.free_cores >= 1))
+        if start and free.size:
+            node = int(free[k % free.size])
+            first = 8 - int(fast.free_gpus[node])
+            alloc = Allocation(100 + k, (NodeAlloc(node, (first,), (0,), 0),))
+            for plan in (fast, slow):
+                plan.start(alloc, now + 50.0 * (k + 1))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**16), st.sampled_from([1, 60]), st.integers(1, 3000))
 def test_kernel_keeps_the_first_raw_times_only(seed, res, limit) -> None:  # type: ignore[no-untyped-def]

@@ -3,10 +3,11 @@ equal metrics to the engine computing everything each cycle (issue 12,
 "Tests"), under every policy: the fast side is the default Engine (quiet
 passes skipped, backfill stopped once nothing can start, the kept priority
 order and running counts from the driver's deltas, reservations in C, the
+backfill start test skipped where the C reservation is later than now, the
 core's exact shortcuts, cycles with no job pending left out, a pass with no
 GPU free skipped); the plain side turns each off (skip_quiet, starts_only,
-deltas False; the numpy reservation rule, reserve._kernel None; shortcuts,
-skip_idle, skip_futile False).
+deltas False; the numpy reservation rule and every start test,
+reserve._kernel None; shortcuts, skip_idle, skip_futile False).
 Random slurm.conf clusters and workloads from engine_cases, with preemption
 (partition_prio, REQUEUE or CANCEL; preempt/qos REQUEUE with a GraceTime),
 association limits or none, and node failures. The twin

@@ -12,7 +12,10 @@
  * costs ~60 small array operations (~0.25 ms), here one pass over the nodes
  * and the holds.
  *
- * Pure computation over the caller's arrays: no I/O, no state kept.
+ * Pure computation over the caller's arrays: no I/O. A Planner holds one
+ * backfill pass's plan (the cluster's node columns, the plan's free amounts
+ * and release table, the hold columns) so that each reservation passes only
+ * what is its own: the arrays are bound once a pass, not marshalled per job.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -67,6 +70,7 @@ typedef struct {
     const int64_t *hn, *hg, *hc, *hm, *leaf_of, *weight, *cores_need;
     const int64_t *leaf_start, *leaf_nodes; /* each leaf's nodes in index order */
     const int64_t *levels; /* n_levels x n_leaves: leaf -> switch at each level up */
+    const int64_t *gpus_total, *cores_total; /* per node: what it has (ix.gpus, ix.cores) */
     Py_ssize_t n_levels;
     double now, duration, horizon, res;
     int64_t gpn, mem;
@@ -85,43 +89,90 @@ typedef struct {
 typedef struct {
     double *r;        /* hold-aware ready time per node */
     double *raw, *rr; /* candidate times: raw, rounded */
-    Py_ssize_t *first, *list; /* whole holds grouped by node */
+    Py_ssize_t *first, *list; /* whole holds chained by node: head per node, next per hold */
     int64_t *stamp_blk, *stamp_part, *pg, *pc, *pm, *per_leaf;
     int64_t *per_switch, *quota; /* per switch of a level, per leaf */
     Py_ssize_t *group;
     LeafCount *order;
     char *ok;
     Py_ssize_t *picked, *out; /* one leaf's fitting nodes; the nodes chosen */
+    int64_t stamp; /* the last fit test's mark: a Planner's scratch serves many calls */
+    int64_t *hstamp, hold_stamp; /* hold_aware's marks: which nodes' chains are this call's */
+    Py_ssize_t *touched;         /* the nodes with whole holds, this call */
 } Scratch;
+
+/* plan._node_ready for the eligible nodes (the others are never read): when
+ * running jobs will have released enough for one node's share, from the
+ * release table (times and cumulative amounts per node). */
+static void node_ready(const Input *in, double *out) {
+    for (Py_ssize_t i = 0; i < in->n; i++) {
+        if (!in->eligible[i])
+            continue;
+        const double *rt = in->rel_t + i * in->k;
+        double r = in->now;
+        if (in->exclusive) {
+            if (in->free_g[i] < in->gpus_total[i] || in->free_c[i] < in->cores_total[i]) {
+                double last = -INFINITY; /* the last release: the node is idle then */
+                for (Py_ssize_t q = 0; q < in->k; q++)
+                    if (isfinite(rt[q]) && rt[q] > last)
+                        last = rt[q];
+                r = last > r ? last : r;
+            }
+            out[i] = r;
+            continue;
+        }
+        const int64_t *cums[3] = {in->rel_g + i * in->k, in->rel_c + i * in->k,
+                                  in->rel_m + i * in->k};
+        int64_t frees[3] = {in->free_g[i], in->free_c[i], in->free_m[i]};
+        int64_t needs[3] = {in->gpn, in->cores_need[i], in->mem};
+        for (int a = 0; a < 3; a++) {
+            if (frees[a] >= needs[a])
+                continue;
+            double t = INFINITY; /* never enough: never ready */
+            for (Py_ssize_t q = 0; q < in->k; q++)
+                if (frees[a] + cums[a][q] >= needs[a]) {
+                    t = rt[q];
+                    break;
+                }
+            r = t > r ? t : r;
+        }
+        out[i] = r;
+    }
+}
 
 /* plan.hold_aware_ready: each eligible node's ready time pushed past the
  * whole-node holds its window would overlap (the least fixed point of
- * past_holds' pushes: a push never passes the answer). */
+ * past_holds' pushes: a push never passes the answer, so the order the
+ * holds are tried in does not matter). O(holds): each node's whole holds
+ * are chained (s->first: the chain's head, s->list: the next hold), marked
+ * valid for this call by s->hstamp, and only the nodes with one are visited. */
 static void hold_aware(const Input *in, Scratch *s) {
-    Py_ssize_t n = in->n;
-    memcpy(s->r, in->ready, (size_t)n * sizeof(double));
+    memcpy(s->r, in->ready, (size_t)in->n * sizeof(double));
     if (!in->h)
         return;
-    memset(s->first, 0, (size_t)(n + 1) * sizeof(Py_ssize_t));
-    for (Py_ssize_t j = 0; j < in->h; j++)
-        if (in->hw[j] && !(in->skipped && in->skipped[j]))
-            s->first[in->hn[j] + 1]++;
-    for (Py_ssize_t i = 0; i < n; i++)
-        s->first[i + 1] += s->first[i];
-    Py_ssize_t *fill = s->picked; /* n + 1 free slots until the pick */
-    memcpy(fill, s->first, (size_t)(n + 1) * sizeof(Py_ssize_t));
-    for (Py_ssize_t j = 0; j < in->h; j++)
-        if (in->hw[j] && !(in->skipped && in->skipped[j]))
-            s->list[fill[in->hn[j]]++] = j;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!in->eligible[i] || s->first[i] == s->first[i + 1])
+    int64_t stamp = ++s->hold_stamp;
+    Py_ssize_t touched = 0;
+    for (Py_ssize_t j = 0; j < in->h; j++) {
+        if (!in->hw[j] || (in->skipped && in->skipped[j]))
+            continue;
+        int64_t node = in->hn[j];
+        if (s->hstamp[node] != stamp) {
+            s->hstamp[node] = stamp;
+            s->first[node] = -1;
+            s->touched[touched++] = node;
+        }
+        s->list[j] = s->first[node];
+        s->first[node] = j;
+    }
+    for (Py_ssize_t q = 0; q < touched; q++) {
+        Py_ssize_t i = s->touched[q];
+        if (!in->eligible[i])
             continue;
         double x = s->r[i];
         int pushed = 1;
         while (pushed) {
             pushed = 0;
-            for (Py_ssize_t q = s->first[i]; q < s->first[i + 1]; q++) {
-                Py_ssize_t j = s->list[q];
+            for (Py_ssize_t j = s->first[i]; j >= 0; j = s->list[j]) {
                 double lo = in->hs[j] - in->duration, hi = in->he[j];
                 if (lo < x && x < hi) {
                     x = hi;
@@ -163,7 +214,7 @@ static void base_at(const Input *in, Py_ssize_t i, double t, int64_t *g, int64_t
 }
 
 /* plan.fit_at: s->ok and the fitting nodes per leaf; returns how many nodes
- * fit. `stamp` tells this test's marks from earlier ones. */
+ * fit. `stamp` tells this test's marks from earlier ones (a new one each test). */
 static Py_ssize_t fit_at(const Input *in, Scratch *s, double t, int64_t stamp) {
     double tend = t + in->duration;
     for (Py_ssize_t j = 0; j < in->h; j++) {
@@ -404,7 +455,7 @@ static Py_ssize_t earliest(const Input *in, Scratch *s, double *t_out) {
     if (!(bound <= in->horizon))
         return 0;
     double t = round_up(in, bound);
-    Py_ssize_t picked = try_at(in, s, t, 1);
+    Py_ssize_t picked = try_at(in, s, t, ++s->stamp);
     if (picked) {
         *t_out = t;
         return picked;
@@ -440,7 +491,7 @@ static Py_ssize_t earliest(const Input *in, Scratch *s, double *t_out) {
             }
         if (!found || t > cap)
             return 0;
-        picked = try_at(in, s, t, (int64_t)k + 1);
+        picked = try_at(in, s, t, ++s->stamp);
         if (picked) {
             *t_out = t;
             return picked;
@@ -469,6 +520,8 @@ static void scratch_free(Scratch *s) {
     free(s->out);
     free(s->ok);
     free(s->picked);
+    free(s->hstamp);
+    free(s->touched);
 }
 
 static int scratch_alloc(Scratch *s, Py_ssize_t n, Py_ssize_t h, Py_ssize_t n_leaves) {
@@ -493,36 +546,285 @@ static int scratch_alloc(Scratch *s, Py_ssize_t n, Py_ssize_t h, Py_ssize_t n_le
     s->out = malloc(nn * sizeof(Py_ssize_t));
     s->ok = malloc(nn);
     s->picked = malloc((nn + 1) * sizeof(Py_ssize_t));
-    return s->r && s->raw && s->rr && s->first && s->list && s->stamp_blk && s->stamp_part &&
+    s->hstamp = calloc(nn, sizeof(int64_t));
+    s->touched = malloc(nn * sizeof(Py_ssize_t));
+    return s->hstamp && s->touched && s->r && s->raw && s->rr && s->first && s->list &&
+           s->stamp_blk && s->stamp_part &&
                    s->pg && s->pc && s->pm && s->per_leaf && s->per_switch && s->quota && s->group &&
                    s->order && s->out && s->ok && s->picked
                ? 0
                : -1;
 }
 
-PyDoc_STRVAR(earliest_doc,
-             "earliest(ready, eligible, free_g, free_c, free_m, rel_t, rel_g, rel_c, rel_m,\n"
-             "         hn, hs, he, hg, hc, hm, hw, skipped, leaf_of, weight, cores_need,\n"
-             "         leaf_start, leaf_nodes, levels, n_leaves, n_levels,\n"
-             "         now, duration, horizon, res, gpn, mem, exclusive, need, extra,\n"
-             "         switches, deadline, has_deadline)\n"
-             "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a fixed shape.");
+/* --- the Planner: one pass's plan, bound once -------------------------------- */
 
-static PyObject *plan_earliest(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[23];
-    Input in;
-    memset(&in, 0, sizeof(in));
-    long long gpn, mem, need, extra, switches;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOnnddddLLpLLLdp", &o[0], &o[1], &o[2],
-                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
-                          &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &o[19],
-                          &o[20], &o[21], &o[22], &in.n_leaves, &in.n_levels, &in.now,
-                          &in.duration, &in.horizon, &in.res, &gpn, &mem, &in.exclusive, &need,
-                          &extra, &switches, &in.deadline, &in.has_deadline))
+enum { N_NODE_COLS = 7, N_PLAN_COLS = 7, N_HOLD_COLS = 7, N_READY = 8 };
+
+/* node_ready memoised per share (as plan.node_ready): the plan's releases only
+ * change when it is bound again */
+typedef struct {
+    int used;
+    int64_t gpn, cpus, mem;
+    int exclusive;
+    double *ready; /* n, or NULL: not computed */
+} ReadyMemo;
+
+typedef struct {
+    PyObject_HEAD
+    Input in; /* the bound fields; each call adds its own */
+    Py_buffer node_b[N_NODE_COLS], plan_b[N_PLAN_COLS], hold_b[N_HOLD_COLS];
+    int node_got, plan_got, hold_got; /* how many of each are held */
+    Py_ssize_t hold_cap;              /* rows in the bound hold columns */
+    Scratch s;
+    Py_ssize_t scratch_h; /* holds the scratch has room for; -1: none */
+    ReadyMemo memo[N_READY];
+    int memo_next;
+} Planner;
+
+static void release_all(Py_buffer *b, int *got) {
+    for (int q = 0; q < *got; q++)
+        PyBuffer_Release(&b[q]);
+    *got = 0;
+}
+
+static void memo_clear(Planner *p) {
+    for (int q = 0; q < N_READY; q++) {
+        free(p->memo[q].ready);
+        p->memo[q].ready = NULL;
+        p->memo[q].used = 0;
+    }
+    p->memo_next = 0;
+}
+
+static void planner_dealloc(Planner *p) {
+    release_all(p->node_b, &p->node_got);
+    release_all(p->plan_b, &p->plan_got);
+    release_all(p->hold_b, &p->hold_got);
+    if (p->scratch_h >= 0)
+        scratch_free(&p->s);
+    memo_clear(p);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+/* Views of `objs` into `b` (kinds and lengths as get_view), counting them in *got;
+ * on failure releases those taken. */
+static int take_views(PyObject **objs, Py_buffer *b, int *got, int count, const char **names,
+                      const char *kinds, const Py_ssize_t *lens) {
+    for (*got = 0; *got < count; (*got)++)
+        if (get_view(objs[*got], &b[*got], names[*got], kinds[*got], lens[*got])) {
+            release_all(b, got);
+            return -1;
+        }
+    return 0;
+}
+
+static int planner_init(Planner *p, PyObject *args, PyObject *kwds) {
+    (void)kwds;
+    PyObject *o[N_NODE_COLS];
+    Py_ssize_t n_leaves, n_levels;
+    release_all(p->node_b, &p->node_got);
+    release_all(p->plan_b, &p->plan_got);
+    release_all(p->hold_b, &p->hold_got);
+    if (p->scratch_h >= 0)
+        scratch_free(&p->s);
+    p->scratch_h = -1;
+    memo_clear(p);
+    if (!PyArg_ParseTuple(args, "OOOOOOOnn", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &n_leaves, &n_levels))
+        return -1;
+    if (n_leaves < 1 || n_levels < 0) {
+        PyErr_SetString(PyExc_ValueError, "want a leaf, levels >= 0");
+        return -1;
+    }
+    Py_buffer probe;
+    if (get_view(o[0], &probe, "leaf_of", 'q', -1))
+        return -1;
+    Py_ssize_t n = probe.len / probe.itemsize;
+    PyBuffer_Release(&probe);
+    static const char *names[N_NODE_COLS] = {"leaf_of", "weight", "leaf_start", "leaf_nodes",
+                                             "levels", "gpus", "cores"};
+    Py_ssize_t lens[N_NODE_COLS] = {n, n, n_leaves + 1, n, n_levels * n_leaves, n, n};
+    if (take_views(o, p->node_b, &p->node_got, N_NODE_COLS, names, "qqqqqqq", lens))
+        return -1;
+    Input *in = &p->in;
+    in->n = n;
+    in->n_leaves = n_leaves;
+    in->n_levels = n_levels;
+    in->leaf_of = p->node_b[0].buf;
+    in->weight = p->node_b[1].buf;
+    in->leaf_start = p->node_b[2].buf;
+    in->leaf_nodes = p->node_b[3].buf;
+    in->levels = p->node_b[4].buf;
+    in->gpus_total = p->node_b[5].buf;
+    in->cores_total = p->node_b[6].buf;
+    const char *bad = NULL;
+    for (Py_ssize_t q = 0; q < n_levels * n_leaves; q++)
+        if (in->levels[q] < 0 || in->levels[q] >= n_leaves)
+            bad = "levels: a switch out of range";
+    for (Py_ssize_t l = 0; l <= n_leaves; l++)
+        if (in->leaf_start[l] < 0 || in->leaf_start[l] > n ||
+            (l > 0 && in->leaf_start[l] < in->leaf_start[l - 1]))
+            bad = "leaf_start: want bounds into leaf_nodes";
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (in->leaf_nodes[i] < 0 || in->leaf_nodes[i] >= n || in->leaf_of[i] < 0 ||
+            in->leaf_of[i] >= n_leaves)
+            bad = "leaf_nodes, leaf_of: a node or leaf out of range";
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, bad);
+        release_all(p->node_b, &p->node_got);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(bind_plan_doc,
+             "bind_plan(free_g, free_c, free_m, rel_t, rel_g, rel_c, rel_m, now): the plan's\n"
+             "free amounts (int32, int32, int64) and release table (nodes x releases: float64\n"
+             "times, int64 cumulative amounts). Bind again after any of them changes.");
+
+static PyObject *planner_bind_plan(Planner *p, PyObject *args) {
+    PyObject *o[N_PLAN_COLS];
+    double now;
+    if (!p->node_got) {
+        PyErr_SetString(PyExc_RuntimeError, "Planner: not initialised");
         return NULL;
-    if (need < 1 || extra < 0 || in.n_leaves < 1 || in.n_levels < 0) {
-        PyErr_SetString(PyExc_ValueError, "want need >= 1, extra >= 0, a leaf, levels >= 0");
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOOd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &now))
+        return NULL;
+    release_all(p->plan_b, &p->plan_got);
+    memo_clear(p);
+    Py_ssize_t n = p->in.n;
+    Py_buffer probe;
+    if (get_view(o[3], &probe, "rel_t", 'd', -1))
+        return NULL;
+    Py_ssize_t nk = probe.len / probe.itemsize;
+    PyBuffer_Release(&probe);
+    Py_ssize_t k = n > 0 ? nk / n : 0;
+    if (n > 0 && (k < 1 || k * n != nk)) {
+        PyErr_SetString(PyExc_ValueError, "rel_t: want nodes x releases items");
+        return NULL;
+    }
+    static const char *names[N_PLAN_COLS] = {"free_g", "free_c", "free_m", "rel_t",
+                                             "rel_g",  "rel_c",  "rel_m"};
+    Py_ssize_t lens[N_PLAN_COLS] = {n, n, n, nk, nk, nk, nk};
+    if (take_views(o, p->plan_b, &p->plan_got, N_PLAN_COLS, names, "iiqdqqq", lens))
+        return NULL;
+    Input *in = &p->in;
+    in->k = k;
+    in->now = now;
+    in->free_g = p->plan_b[0].buf;
+    in->free_c = p->plan_b[1].buf;
+    in->free_m = p->plan_b[2].buf;
+    in->rel_t = p->plan_b[3].buf;
+    in->rel_g = p->plan_b[4].buf;
+    in->rel_c = p->plan_b[5].buf;
+    in->rel_m = p->plan_b[6].buf;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(bind_holds_doc,
+             "bind_holds(hn, hs, he, hg, hc, hm, hw): the hold columns (node, start, end,\n"
+             "GPUs, cores, memory: int64 or float64; whole: bool), all of one length, of\n"
+             "which each call reads the first h rows. Bind again when they are replaced.");
+
+static PyObject *planner_bind_holds(Planner *p, PyObject *args) {
+    PyObject *o[N_HOLD_COLS];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6]))
+        return NULL;
+    release_all(p->hold_b, &p->hold_got);
+    Py_buffer probe;
+    if (get_view(o[0], &probe, "hn", 'q', -1))
+        return NULL;
+    Py_ssize_t cap = probe.len / probe.itemsize;
+    PyBuffer_Release(&probe);
+    static const char *names[N_HOLD_COLS] = {"hn", "hs", "he", "hg", "hc", "hm", "hw"};
+    Py_ssize_t lens[N_HOLD_COLS] = {cap, cap, cap, cap, cap, cap, cap};
+    if (take_views(o, p->hold_b, &p->hold_got, N_HOLD_COLS, names, "qddqqq?", lens))
+        return NULL;
+    p->hold_cap = cap;
+    Input *in = &p->in;
+    in->hn = p->hold_b[0].buf;
+    in->hs = p->hold_b[1].buf;
+    in->he = p->hold_b[2].buf;
+    in->hg = p->hold_b[3].buf;
+    in->hc = p->hold_b[4].buf;
+    in->hm = p->hold_b[5].buf;
+    in->hw = p->hold_b[6].buf;
+    Py_RETURN_NONE;
+}
+
+/* The node_ready of this call's share, memoised (a pass plans many jobs of a
+ * few shapes); NULL on no memory. Computed for every node: the memo serves
+ * calls with other eligible nodes too. */
+static const double *ready_for(Planner *p, Input *in, int64_t cpus) {
+    for (int q = 0; q < N_READY; q++) {
+        ReadyMemo *m = &p->memo[q];
+        if (m->used && m->gpn == in->gpn && m->cpus == cpus && m->mem == in->mem &&
+            m->exclusive == in->exclusive)
+            return m->ready;
+    }
+    ReadyMemo *m = &p->memo[p->memo_next];
+    p->memo_next = (p->memo_next + 1) % N_READY;
+    if (!m->ready)
+        m->ready = malloc(((size_t)in->n + 1) * sizeof(double));
+    if (!m->ready)
+        return NULL;
+    const char *eligible = in->eligible;
+    char *all = malloc((size_t)in->n + 1);
+    if (!all)
+        return NULL;
+    memset(all, 1, (size_t)in->n + 1);
+    in->eligible = all;
+    node_ready(in, m->ready);
+    in->eligible = eligible;
+    free(all);
+    m->used = 1;
+    m->gpn = in->gpn;
+    m->cpus = cpus;
+    m->mem = in->mem;
+    m->exclusive = in->exclusive;
+    return m->ready;
+}
+
+/* The scratch sized for h holds (grown by doubling); -1 on no memory. */
+static int scratch_for(Planner *p, Py_ssize_t h) {
+    if (p->scratch_h >= h)
+        return 0;
+    if (p->scratch_h >= 0)
+        scratch_free(&p->s);
+    Py_ssize_t room = h < 64 ? 64 : 2 * h;
+    if (scratch_alloc(&p->s, p->in.n, room, p->in.n_leaves)) {
+        scratch_free(&p->s);
+        p->scratch_h = -1;
+        return -1;
+    }
+    p->scratch_h = room;
+    return 0;
+}
+
+PyDoc_STRVAR(earliest_doc,
+             "earliest(h, eligible, skipped, cores_need, cpus, duration, horizon, res, gpn,\n"
+             "         mem, exclusive, need, extra, switches, deadline, has_deadline)\n"
+             "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a fixed shape, on\n"
+             "the bound plan and its first h holds (skipped: None, or per hold whether the\n"
+             "job's own reservation holds it).");
+
+static PyObject *planner_earliest(Planner *p, PyObject *args) {
+    PyObject *o_elig, *o_skip, *o_cores;
+    Input in = p->in;
+    Py_ssize_t h;
+    long long cpus, gpn, mem, need, extra, switches;
+    if (!PyArg_ParseTuple(args, "nOOOLdddLLpLLLdp", &h, &o_elig, &o_skip, &o_cores, &cpus,
+                          &in.duration, &in.horizon, &in.res, &gpn, &mem, &in.exclusive,
+                          &need, &extra, &switches, &in.deadline, &in.has_deadline))
+        return NULL;
+    if (!p->plan_got || (h > 0 && (!p->hold_got || h > p->hold_cap)) || h < 0) {
+        PyErr_SetString(PyExc_ValueError, "earliest: bind the plan, and holds for h rows, first");
+        return NULL;
+    }
+    if (need < 1 || extra < 0) {
+        PyErr_SetString(PyExc_ValueError, "want need >= 1, extra >= 0");
         return NULL;
     }
     in.gpn = gpn;
@@ -530,100 +832,36 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     in.need = need;
     in.extra = extra;
     in.switches = switches < 0 ? -1 : switches;
-    Py_buffer b[23];
-    int got = 0;
-    PyObject *out = NULL;
-    Scratch s;
-    double t = 0;
-    /* name, kind, length: 'n' nodes, 'k' nodes x releases, 'h' holds */
-    static const char *names[23] = {"ready", "eligible", "free_g", "free_c", "free_m",
-                                    "rel_t", "rel_g", "rel_c", "rel_m", "hn",
-                                    "hs", "he", "hg", "hc", "hm",
-                                    "hw", "skipped", "leaf_of", "weight", "cores_need",
-                                    "leaf_start", "leaf_nodes", "levels"};
-    static const char kinds[] = "d?iiqdqqqqddqqq??qqqqqq";
-    static const char lens[] = "nnnnnkkkkhhhhhhhhnnnlnv"; /* l: leaves + 1, v: levels x leaves */
-    Py_ssize_t n = -1, h = -1, nk = -1;
-    for (; got < 23; got++) {
-        if (got == 16 && o[got] == Py_None)
-            continue;
-        Py_ssize_t want = lens[got] == 'n'   ? n
-                          : lens[got] == 'h' ? h
-                          : lens[got] == 'l' ? in.n_leaves + 1
-                          : lens[got] == 'v' ? in.n_levels * in.n_leaves
-                                             : nk;
-        if (get_view(o[got], &b[got], names[got], kinds[got], want))
-            goto done;
-        Py_ssize_t len = b[got].len / b[got].itemsize;
-        if (lens[got] == 'n' && n < 0)
-            n = len;
-        if (lens[got] == 'h' && h < 0)
-            h = len;
-        if (lens[got] == 'k' && nk < 0)
-            nk = len;
-    }
-    in.n = n;
     in.h = h;
-    in.k = n > 0 ? nk / n : 0;
-    if (n > 0 && in.k * n != nk) {
-        PyErr_SetString(PyExc_ValueError, "rel_t: want nodes x releases items");
-        goto done;
+    Py_buffer b_elig, b_skip, b_cores;
+    if (get_view(o_elig, &b_elig, "eligible", '?', in.n))
+        return NULL;
+    if (get_view(o_cores, &b_cores, "cores_need", 'q', in.n)) {
+        PyBuffer_Release(&b_elig);
+        return NULL;
     }
-    in.ready = b[0].buf;
-    in.eligible = b[1].buf;
-    in.free_g = b[2].buf;
-    in.free_c = b[3].buf;
-    in.free_m = b[4].buf;
-    in.rel_t = b[5].buf;
-    in.rel_g = b[6].buf;
-    in.rel_c = b[7].buf;
-    in.rel_m = b[8].buf;
-    in.hn = b[9].buf;
-    in.hs = b[10].buf;
-    in.he = b[11].buf;
-    in.hg = b[12].buf;
-    in.hc = b[13].buf;
-    in.hm = b[14].buf;
-    in.hw = b[15].buf;
-    in.skipped = o[16] == Py_None ? NULL : b[16].buf;
-    in.leaf_of = b[17].buf;
-    in.weight = b[18].buf;
-    in.cores_need = b[19].buf;
-    in.leaf_start = b[20].buf;
-    in.leaf_nodes = b[21].buf;
-    in.levels = b[22].buf;
-    for (Py_ssize_t q = 0; q < in.n_levels * in.n_leaves; q++)
-        if (in.levels[q] < 0 || in.levels[q] >= in.n_leaves) {
-            PyErr_SetString(PyExc_ValueError, "levels: a switch out of range");
-            goto done;
-        }
-    for (Py_ssize_t l = 0; l <= in.n_leaves; l++)
-        if (in.leaf_start[l] < 0 || in.leaf_start[l] > n ||
-            (l > 0 && in.leaf_start[l] < in.leaf_start[l - 1])) {
-            PyErr_SetString(PyExc_ValueError, "leaf_start: want bounds into leaf_nodes");
-            goto done;
-        }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (in.leaf_nodes[i] < 0 || in.leaf_nodes[i] >= n) {
-            PyErr_SetString(PyExc_ValueError, "leaf_nodes: a node out of range");
-            goto done;
-        }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (in.leaf_of[i] < 0 || in.leaf_of[i] >= in.n_leaves) {
-            PyErr_SetString(PyExc_ValueError, "leaf_of: a leaf out of range");
-            goto done;
-        }
+    int skipping = o_skip != Py_None;
+    if (skipping && get_view(o_skip, &b_skip, "skipped", '?', h)) {
+        PyBuffer_Release(&b_elig);
+        PyBuffer_Release(&b_cores);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    in.eligible = b_elig.buf;
+    in.cores_need = b_cores.buf;
+    in.skipped = skipping ? b_skip.buf : NULL;
     for (Py_ssize_t j = 0; j < h; j++)
-        if (in.hn[j] < 0 || in.hn[j] >= n) {
+        if (in.hn[j] < 0 || in.hn[j] >= in.n) {
             PyErr_SetString(PyExc_ValueError, "hn: a node out of range");
             goto done;
         }
-    if (scratch_alloc(&s, n, h, in.n_leaves)) {
-        scratch_free(&s);
+    in.ready = ready_for(p, &in, cpus);
+    if (!in.ready || scratch_for(p, h)) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t picked = earliest(&in, &s, &t);
+    double t = 0;
+    Py_ssize_t picked = earliest(&in, &p->s, &t);
     if (picked < 0) {
         PyErr_NoMemory();
     } else if (picked == 0) {
@@ -631,7 +869,7 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
     } else {
         PyObject *nodes = PyTuple_New(picked);
         for (Py_ssize_t a = 0; nodes && a < picked; a++) {
-            PyObject *v = PyLong_FromSsize_t(s.out[a]);
+            PyObject *v = PyLong_FromSsize_t(p->s.out[a]);
             if (!v) {
                 Py_CLEAR(nodes);
                 break;
@@ -641,22 +879,58 @@ static PyObject *plan_earliest(PyObject *self, PyObject *args) {
         if (nodes)
             out = Py_BuildValue("(dN)", t, nodes);
     }
-    scratch_free(&s);
 done:
-    for (int q = 0; q < got; q++)
-        if (!(q == 16 && o[q] == Py_None))
-            PyBuffer_Release(&b[q]);
+    PyBuffer_Release(&b_elig);
+    PyBuffer_Release(&b_cores);
+    if (skipping)
+        PyBuffer_Release(&b_skip);
     return out;
 }
 
-static PyMethodDef methods[] = {
-    {"earliest", plan_earliest, METH_VARARGS, earliest_doc},
+static PyMethodDef planner_methods[] = {
+    {"bind_plan", (PyCFunction)planner_bind_plan, METH_VARARGS, bind_plan_doc},
+    {"bind_holds", (PyCFunction)planner_bind_holds, METH_VARARGS, bind_holds_doc},
+    {"earliest", (PyCFunction)planner_earliest, METH_VARARGS, earliest_doc},
     {NULL, NULL, 0, NULL},
+};
+
+static PyObject *planner_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    (void)args;
+    (void)kwds;
+    Planner *p = (Planner *)type->tp_alloc(type, 0); /* zeroed */
+    if (p)
+        p->scratch_h = -1;
+    return (PyObject *)p;
+}
+
+static PyTypeObject PlannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tide.sched._plan.Planner",
+    .tp_basicsize = sizeof(Planner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PyDoc_STR("Planner(leaf_of, weight, leaf_start, leaf_nodes, levels, gpus, cores,\n"
+                        "        n_leaves, n_levels): a backfill pass's plan for reservations\n"
+                        "(int64 node columns; each leaf's nodes leaf_nodes[leaf_start[l]:\n"
+                        "leaf_start[l + 1]]; levels: levels x leaves switch ids)."),
+    .tp_new = planner_new,
+    .tp_init = (initproc)planner_init,
+    .tp_dealloc = (destructor)planner_dealloc,
+    .tp_methods = planner_methods,
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_plan", "A fixed-shape backfill reservation in C (tide.sched.reserve).",
-    -1, methods, NULL, NULL, NULL, NULL,
+    -1, NULL, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__plan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__plan(void) {
+    if (PyType_Ready(&PlannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Planner", (PyObject *)&PlannerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -36,7 +36,7 @@ from tide.sched.plan import INF, Plan
 from tide.sched.priority import compute_priorities, order_top, order_tops, priority_order
 from tide.sched.priority_one import job_priority
 from tide.sched.quota import share_with
-from tide.sched.reserve import earliest
+from tide.sched.reserve import Found, compiled, earliest, earliest_c
 from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
@@ -452,12 +452,18 @@ def backfill_pass(
             blocked_reason(cyc, job.id)
             continue
         limit = ctx.shape.time_limit
+        holds = not (easy and reserved) or job.id in protected  # (protected: a large job)
+        early = _early(cyc, ctx, plan, horizon) if holds else None
         if cg and _picks_completing(cyc, ctx, plan, cg):
             cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
             completing.add((key, limit))  # not a lack of room: skips this limit only
         elif (key, limit) in completing:
             pass
-        elif limit < failed.get(key, INF) and try_start_now(cyc, ctx, plan, backfilled=True):
+        elif (
+            limit < failed.get(key, INF)
+            and (early is None or early.now)
+            and try_start_now(cyc, ctx, plan, backfilled=True)
+        ):
             _hold_started(cyc, plan)
             if closed is not None:
                 closed.changed = True
@@ -465,16 +471,12 @@ def backfill_pass(
         else:
             failed[key] = min(failed.get(key, INF), limit)
         cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
-        if not (easy and reserved):
+        if holds:
             held = len(plan.holds)
-            reserved |= _reserve(cyc, ctx, plan, horizon)
-            if closed is not None and len(plan.holds) > held:
-                closed.changed = True
-        elif job.id in protected:  # a large job: a reservation of its own
-            held = len(plan.holds)
-            _reserve(cyc, ctx, plan, horizon)
-            if closed is not None and len(plan.holds) > held:
-                closed.changed = True
+            found = _reserve(cyc, ctx, plan, horizon, early)
+            reserved |= found is not None
+            if closed is not None and found is not None:
+                closed.reserved(held, found[0], found[0] + limit, found[1])
         blocked_reason(cyc, job.id)
 
 
@@ -539,11 +541,24 @@ class _Closed:
             self.n_open = int(np.count_nonzero(self.open))
         return self.n_open == 0
 
-    def _read_holds(self) -> None:
-        """Mark the nodes the holds added since the last check block, one by
-        one (a check reads one or a few new holds)."""
-        plan, total = self.plan, len(self.plan.holds)
-        if total == self.seen:
+    def reserved(self, first: int, start: float, end: float, nodes: tuple[int, ...]) -> None:
+        """A reservation's holds, added from row `first` on (whole-node,
+        untagged, one window): marked from what _reserve found rather than
+        read back from the hold columns (numpy scalars: most of a check)."""
+        self._read_holds(first)
+        now = self.cyc.snap.now
+        if end > now and start < now + self.min_limit:
+            for node in nodes:
+                self._block(node)
+        self.seen = first + len(nodes)
+        self.changed = True
+
+    def _read_holds(self, upto: int | None = None) -> None:
+        """Mark the nodes the holds added since the last check (up to row
+        `upto`) block, one by one (a check reads one or a few new holds)."""
+        plan = self.plan
+        total = len(plan.holds) if upto is None else upto
+        if total <= self.seen:
             return
         hn, hs, he, _, _, _, hw, _ = plan.holds.arrays()
         plain = plan.holds.untagged()
@@ -551,12 +566,14 @@ class _Closed:
         until = now + self.min_limit
         for j in range(self.seen, total):
             if hw[j] and plain[j] and he[j] > now and hs[j] < until:
-                node = hn[j]
-                self.blocked[node] = True
-                if self.open[node]:
-                    self.open[node] = False
-                    self.n_open -= 1
+                self._block(int(hn[j]))
         self.seen = total
+
+    def _block(self, node: int) -> None:
+        self.blocked[node] = True
+        if self.open[node]:
+            self.open[node] = False
+            self.n_open -= 1
 
 
 def _needs(cyc: Cycle, job: Job) -> tuple[float, float]:
@@ -623,11 +640,44 @@ def _hold_started(cyc: Cycle, plan: Plan) -> None:
     plan.start(alloc, end)
 
 
-def _reserve(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> bool:
-    """Find the job's earliest start in the plan and hold its nodes then."""
+class _Early:
+    """A job's reservation found before its start test, by the C kernel on its
+    one set of eligible nodes. The kernel tests `now` first whenever enough
+    nodes are ready then, with every node try_start_now could use counted in
+    (its capacity after holds is within the kernel's fit at now, and whether
+    a placement exists only grows with the nodes that fit): a reservation
+    later than now, or none, means the job cannot start now, and the start
+    test (numpy placement, ~70 us) is not run. The plan does not change
+    between the two (a failed start test changes nothing)."""
+
+    __slots__ = ("found", "now")
+
+    def __init__(self, found: Found | None, now: float) -> None:
+        self.found = found
+        self.now = found is not None and found[0] <= now  # it may start now
+
+
+def _early(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> _Early | None:
+    """The job's reservation ahead of its start test, where the kernel finds it
+    (one eligible set, a shape kernel_applies to); None elsewhere."""
+    if len(ctx.eligible) != 1 or not compiled(plan, ctx):
+        return None
+    res = cyc.snap.config.bf_resolution
+    found = earliest_c(cyc.ix, plan, ctx.shape, ctx.eligible[0], ctx.reservation, horizon, res,
+                       ctx.job.request.switches, ctx.switch_deadline)  # fmt: skip
+    return _Early(found, cyc.snap.now)
+
+
+def _reserve(
+    cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float, early: _Early | None = None
+) -> Found | None:
+    """Find the job's earliest start in the plan (or take the one found
+    before its start test) and hold its nodes then; returns the start and
+    nodes held, None when it found none."""
     res = cyc.snap.config.bf_resolution
     for eligible in ctx.eligible:
-        found = earliest(cyc.ix, plan, ctx, eligible, horizon, res)
+        found = early.found if early is not None else earliest(cyc.ix, plan, ctx, eligible,
+                                                               horizon, res)  # fmt: skip
         if found is None:
             continue
         t, nodes = found
@@ -635,8 +685,8 @@ def _reserve(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> bool:
         for node in nodes:  # node-granular, like Slurm's backfill map
             plan.hold(node, t, end)
         cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES, t, nodes)
-        return True
-    return False
+        return found
+    return None
 
 
 __all__ = [

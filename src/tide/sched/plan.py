@@ -51,6 +51,7 @@ class Holds:
         self._data = {name: np.zeros(16, dtype=dt) for name, dt in self._COLS}
         self._data["plain"] = np.zeros(16, dtype=bool)  # tag == "", kept as holds come
         self._views: tuple[np.ndarray, ...] | None = None  # `arrays` until the next add
+        self.grown = 0  # times the columns were replaced by larger ones (a C binding rebinds)
 
     def add(
         self,
@@ -68,6 +69,7 @@ class Holds:
                 grown = np.zeros(2 * len(col), dtype=col.dtype)
                 grown[: self._n] = col
                 self._data[name] = grown
+            self.grown += 1
         d, k = self._data, self._n  # one store per column (a pass adds hundreds)
         d["node"][k] = node
         d["start"][k] = start
@@ -87,6 +89,13 @@ class Holds:
         if self._views is None:
             self._views = tuple(self._data[name][: self._n] for name, _ in self._COLS)
         return self._views
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """node, start, end, GPUs, cores, memory, whole: the whole columns, rows
+        past len(self) unused (a C binding reads them in place until `grown`
+        changes)."""
+        d = self._data
+        return d["node"], d["start"], d["end"], d["gpus"], d["cores"], d["mem"], d["whole"]
 
     def untagged(self) -> np.ndarray:
         """Per hold, whether it has no tag: the tag column compared with "" (an
@@ -113,6 +122,11 @@ class Plan:
     holds: Holds = field(default_factory=Holds)
     _ready: dict[tuple, np.ndarray] = field(default_factory=dict)
     batch_epoch: float | None = None  # set: plan like Slurm's will-run batches
+    # the free amounts and releases change only in `start` (counted here) unless
+    # the plan reads usage's arrays live (share=True): what a C binding rebinds on
+    version: int = 0
+    live: bool = False
+    kernel: object = None  # a C binding of this plan (tide.sched.reserve), or None
 
     @classmethod
     def build(
@@ -143,6 +157,7 @@ class Plan:
                 zero_c,
                 zero_m,
                 np.array([]),
+                live=share,
             )
         # from one flat iterator: half the time of np.array on a list of tuples
         flat = chain.from_iterable(rows)
@@ -163,7 +178,8 @@ class Plan:
             amounts.append(np.cumsum(m, axis=1))
         times = np.unique(rel_t[np.isfinite(rel_t)])
         rel_g, rel_c, rel_m = amounts
-        return cls(ix, now, *_free_arrays(usage, share), rel_t, rel_g, rel_c, rel_m, times)
+        return cls(ix, now, *_free_arrays(usage, share), rel_t, rel_g, rel_c, rel_m, times,
+                   live=share)  # fmt: skip
 
     # -- queries ------------------------------------------------------------
 
@@ -280,6 +296,7 @@ class Plan:
     def start(self, alloc: Allocation, end: float) -> None:
         """A job this pass started now: it takes its share from the free
         amounts and gives it back at `end` (its time limit), like any running job."""
+        self.version += 1
         for na in alloc.nodes:
             self._insert_release(na.node, end, len(na.gpus), len(na.cores), na.mem)
             self.free_gpus[na.node] -= len(na.gpus)

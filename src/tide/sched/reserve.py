@@ -8,10 +8,16 @@ open for backfill). `earliest` sends fixed-shape jobs (month1000 plans
 ~70-100 per pass, 0.25-0.6 ms each in numpy) to the C transcription
 `tide.sched._plan` (built by setup.py; optional: without it everything goes
 through earliest_py, with the same results, which
-tests/sched/test_reserve_kernel.py checks with hypothesis).
+tests/sched/test_reserve_kernel.py checks with hypothesis). The C side is a
+Planner kept on the plan (Plan.kernel): the cluster's node columns, the
+plan's free amounts and release table and the hold columns are bound once a
+pass (again after a start, or when the hold columns grow), so a reservation
+passes only its own eligible nodes and shape.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -34,12 +40,18 @@ def earliest(
 ) -> Found | None:
     """The job's earliest start within the horizon on `eligible` nodes, and
     the nodes to hold then; None when no candidate time fits."""
-    if _kernel is not None and kernel_applies(plan, ctx):
+    if compiled(plan, ctx):
         return earliest_c(
             ix, plan, ctx.shape, eligible, ctx.reservation, horizon, res,
             ctx.job.request.switches, ctx.switch_deadline,
         )  # fmt: skip
     return earliest_py(ix, plan, ctx, eligible, horizon, res)
+
+
+def compiled(plan: Plan, ctx: JobContext) -> bool:
+    """Whether `earliest` runs in C for this job (built, and not switched off
+    by setting _kernel to None)."""
+    return _kernel is not None and kernel_applies(plan, ctx)
 
 
 def kernel_applies(plan: Plan, ctx: JobContext) -> bool:
@@ -79,32 +91,15 @@ def earliest_c(
 ) -> Found | None:
     """earliest_py for a job kernel_applies to, in C (switches, deadline: its
     --switches and when they stop binding, as JobContext.max_leaves)."""
-    assert _kernel is not None
-    hn, hs, he, hg, hc, hm, hw, tags = plan.holds.arrays()
-    skipped = tags == skip if skip else None
-    leaf_of, weight, leaf_start, leaf_nodes, levels = _node_columns(ix)
-    # node_ready is int64 when `now` is an int and no node is short
-    ready = np.ascontiguousarray(plan.node_ready(shape), dtype=np.float64)
-    got = _kernel.earliest(
-        ready,
+    planner = _planner(ix, plan)
+    holds = plan.holds
+    skipped = holds.arrays()[7] == skip if skip else None
+    got = planner.earliest(
+        len(holds),
         np.ascontiguousarray(eligible, dtype=bool),
-        np.ascontiguousarray(plan.free_gpus, dtype=np.int32),
-        np.ascontiguousarray(plan.free_cores, dtype=np.int32),
-        np.ascontiguousarray(plan.free_mem, dtype=np.int64),
-        np.ascontiguousarray(plan.rel_t, dtype=np.float64),
-        np.ascontiguousarray(plan.rel_g, dtype=np.int64),
-        np.ascontiguousarray(plan.rel_c, dtype=np.int64),
-        np.ascontiguousarray(plan.rel_m, dtype=np.int64),
-        hn, hs, he, hg, hc, hm, hw, skipped,
-        leaf_of,
-        weight,
+        skipped,
         _cores_needed(ix, shape.cpus_per_node),
-        leaf_start,
-        leaf_nodes,
-        levels,
-        ix.n_leaves,
-        len(ix.levels),
-        float(plan.now),
+        shape.cpus_per_node,
         float(shape.time_limit),
         float(horizon),
         float(res),
@@ -120,10 +115,47 @@ def earliest_c(
     return got  # type: ignore[no-any-return]
 
 
-def _node_columns(ix: ClusterIndex) -> tuple[np.ndarray, ...]:
-    """Leaf and Weight per node as int64, each leaf's nodes in index order
-    (leaf_nodes[leaf_start[l]:leaf_start[l + 1]]) and the switch levels as one
-    levels x leaves array, memoised per cluster."""
+class _Binding:
+    """A plan's C Planner and what it was bound to: the plan's version (its
+    free amounts and releases change in Plan.start only) and the hold
+    columns' (replaced when they grow). Bound once a pass, not per job."""
+
+    __slots__ = ("grown", "planner", "version")
+
+    def __init__(self, planner: Any) -> None:
+        self.planner: Any = planner
+        self.version, self.grown = -1, -1
+
+
+def _planner(ix: ClusterIndex, plan: Plan) -> Any:
+    """The plan's Planner, bound to its current arrays."""
+    assert _kernel is not None
+    bound = plan.kernel
+    if not isinstance(bound, _Binding):
+        bound = plan.kernel = _Binding(_kernel.Planner(*_node_columns(ix)))
+    if bound.version != plan.version or plan.live:  # a live plan changes unseen
+        bound.planner.bind_plan(
+            np.ascontiguousarray(plan.free_gpus, dtype=np.int32),
+            np.ascontiguousarray(plan.free_cores, dtype=np.int32),
+            np.ascontiguousarray(plan.free_mem, dtype=np.int64),
+            np.ascontiguousarray(plan.rel_t, dtype=np.float64),
+            np.ascontiguousarray(plan.rel_g, dtype=np.int64),
+            np.ascontiguousarray(plan.rel_c, dtype=np.int64),
+            np.ascontiguousarray(plan.rel_m, dtype=np.int64),
+            float(plan.now),
+        )
+        bound.version = plan.version
+    if bound.grown != plan.holds.grown:
+        bound.planner.bind_holds(*plan.holds.columns())
+        bound.grown = plan.holds.grown
+    return bound.planner
+
+
+def _node_columns(ix: ClusterIndex) -> tuple[Any, ...]:
+    """The Planner's arguments: Leaf and Weight per node as int64, each leaf's
+    nodes in index order (leaf_nodes[leaf_start[l]:leaf_start[l + 1]]), the
+    switch levels as one levels x leaves array, GPUs and cores per node, the
+    counts of leaves and levels; memoised per cluster."""
     got = ix.memo.get("kernel_nodes")
     if got is None:
         leaf_of = np.ascontiguousarray(ix.leaf_of, dtype=np.int64)
@@ -135,6 +167,10 @@ def _node_columns(ix: ClusterIndex) -> tuple[np.ndarray, ...]:
             bounds.astype(np.int64),
             order.astype(np.int64),
             np.array(ix.levels, dtype=np.int64).reshape(len(ix.levels), ix.n_leaves).ravel(),
+            np.ascontiguousarray(ix.gpus, dtype=np.int64),
+            np.ascontiguousarray(ix.cores, dtype=np.int64),
+            ix.n_leaves,
+            len(ix.levels),
         )
     return got  # type: ignore[return-value]
 
