@@ -124,7 +124,8 @@ def test_one_planner_over_a_pass_equals_numpy(  # type: ignore[no-untyped-def]
     (its scratch and node_ready memo reused, its hold columns read in place
     until they grow, the plan bound again after a start). Each job in turn,
     with the holds of those before it and a started job now and then, gets
-    from C what numpy gives it on a twin plan."""
+    from C what numpy gives it on a twin plan, and the holds the kernel
+    writes for a start later than now are those passes._reserve adds."""
     now, skip = when
     ix = build_index(tree_cluster(tree, gpus=8))
     fast, slow = _plan(ix, runs, holds, now), _plan(ix, runs, holds, now)
@@ -133,12 +134,15 @@ def test_one_planner_over_a_pass_equals_numpy(  # type: ignore[no-untyped-def]
         shape = Shape(need, need, gpus, gpus * need, False, cpus, 0, 0, 0, exclusive, "", False,
                       limit)  # fmt: skip
         ctx = JobContext(job(1, nodes=need), [], [eligible], shape, None, skip)
-        got = earliest_c(ix, fast, shape, eligible, skip, math.inf, res)
+        got = earliest_c(ix, fast, shape, eligible, skip, math.inf, res, hold_from=now)
         assert got == earliest_py(ix, slow, ctx, eligible, math.inf, res)
-        if got is not None:
-            for plan in (fast, slow):
+        if got is not None:  # the kernel held a start later than now itself
+            for plan in (fast, slow) if got[0] <= now else (slow,):
                 for node in got[1]:
                     plan.hold(node, got[0], got[0] + limit)
+        for a, b in zip(fast.holds.arrays(), slow.holds.arrays(), strict=True):
+            assert a.tolist() == b.tolist()
+        assert fast.holds.untagged().tolist() == slow.holds.untagged().tolist()
         free = np.flatnonzero((fast.free_gpus >= 1) & (fast.free_cores >= 1))
         if start and free.size:
             node = int(free[k % free.size])

@@ -33,8 +33,9 @@ enum { MAX_CANDIDATES = 64, KEPT_RAW = 4 * MAX_CANDIDATES }; /* as tide.sched.pl
 
 /* A contiguous array of float64 ('d'), int64 ('q'), int32 ('i') or bool ('?') of n items
  * (n < 0: any length). */
-static int get_view(PyObject *obj, Py_buffer *v, const char *name, char kind, Py_ssize_t n) {
-    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT))
+static int get_view_flags(PyObject *obj, Py_buffer *v, const char *name, char kind, Py_ssize_t n,
+                          int flags) {
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | flags))
         return -1;
     const char *f = v->format ? v->format : "B";
     if (*f == '<' || *f == '=' || *f == '@')
@@ -59,6 +60,10 @@ static int get_view(PyObject *obj, Py_buffer *v, const char *name, char kind, Py
         return -1;
     }
     return 0;
+}
+
+static int get_view(PyObject *obj, Py_buffer *v, const char *name, char kind, Py_ssize_t n) {
+    return get_view_flags(obj, v, name, kind, n, 0);
 }
 
 typedef struct {
@@ -575,6 +580,9 @@ typedef struct {
     Py_buffer node_b[N_NODE_COLS], plan_b[N_PLAN_COLS], hold_b[N_HOLD_COLS];
     int node_got, plan_got, hold_got; /* how many of each are held */
     Py_ssize_t hold_cap;              /* rows in the bound hold columns */
+    int64_t *w_hn, *w_hg, *w_hc, *w_hm; /* the same columns, to write holds into */
+    double *w_hs, *w_he;
+    char *w_hw;
     Scratch s;
     Py_ssize_t scratch_h; /* holds the scratch has room for; -1: none */
     ReadyMemo memo[N_READY];
@@ -609,9 +617,9 @@ static void planner_dealloc(Planner *p) {
 /* Views of `objs` into `b` (kinds and lengths as get_view), counting them in *got;
  * on failure releases those taken. */
 static int take_views(PyObject **objs, Py_buffer *b, int *got, int count, const char **names,
-                      const char *kinds, const Py_ssize_t *lens) {
+                      const char *kinds, const Py_ssize_t *lens, int flags) {
     for (*got = 0; *got < count; (*got)++)
-        if (get_view(objs[*got], &b[*got], names[*got], kinds[*got], lens[*got])) {
+        if (get_view_flags(objs[*got], &b[*got], names[*got], kinds[*got], lens[*got], flags)) {
             release_all(b, got);
             return -1;
         }
@@ -644,7 +652,7 @@ static int planner_init(Planner *p, PyObject *args, PyObject *kwds) {
     static const char *names[N_NODE_COLS] = {"leaf_of", "weight", "leaf_start", "leaf_nodes",
                                              "levels", "gpus", "cores"};
     Py_ssize_t lens[N_NODE_COLS] = {n, n, n_leaves + 1, n, n_levels * n_leaves, n, n};
-    if (take_views(o, p->node_b, &p->node_got, N_NODE_COLS, names, "qqqqqqq", lens))
+    if (take_views(o, p->node_b, &p->node_got, N_NODE_COLS, names, "qqqqqqq", lens, 0))
         return -1;
     Input *in = &p->in;
     in->n = n;
@@ -708,7 +716,7 @@ static PyObject *planner_bind_plan(Planner *p, PyObject *args) {
     static const char *names[N_PLAN_COLS] = {"free_g", "free_c", "free_m", "rel_t",
                                              "rel_g",  "rel_c",  "rel_m"};
     Py_ssize_t lens[N_PLAN_COLS] = {n, n, n, nk, nk, nk, nk};
-    if (take_views(o, p->plan_b, &p->plan_got, N_PLAN_COLS, names, "iiqdqqq", lens))
+    if (take_views(o, p->plan_b, &p->plan_got, N_PLAN_COLS, names, "iiqdqqq", lens, 0))
         return NULL;
     Input *in = &p->in;
     in->k = k;
@@ -726,7 +734,8 @@ static PyObject *planner_bind_plan(Planner *p, PyObject *args) {
 PyDoc_STRVAR(bind_holds_doc,
              "bind_holds(hn, hs, he, hg, hc, hm, hw): the hold columns (node, start, end,\n"
              "GPUs, cores, memory: int64 or float64; whole: bool), all of one length, of\n"
-             "which each call reads the first h rows. Bind again when they are replaced.");
+             "which each call reads the first h rows (and may write the next ones: earliest's\n"
+             "hold_from). Bind again when they are replaced.");
 
 static PyObject *planner_bind_holds(Planner *p, PyObject *args) {
     PyObject *o[N_HOLD_COLS];
@@ -740,9 +749,17 @@ static PyObject *planner_bind_holds(Planner *p, PyObject *args) {
     PyBuffer_Release(&probe);
     static const char *names[N_HOLD_COLS] = {"hn", "hs", "he", "hg", "hc", "hm", "hw"};
     Py_ssize_t lens[N_HOLD_COLS] = {cap, cap, cap, cap, cap, cap, cap};
-    if (take_views(o, p->hold_b, &p->hold_got, N_HOLD_COLS, names, "qddqqq?", lens))
+    if (take_views(o, p->hold_b, &p->hold_got, N_HOLD_COLS, names, "qddqqq?", lens,
+                   PyBUF_WRITABLE)) /* earliest writes a reservation's holds */
         return NULL;
     p->hold_cap = cap;
+    p->w_hn = p->hold_b[0].buf;
+    p->w_hs = p->hold_b[1].buf;
+    p->w_he = p->hold_b[2].buf;
+    p->w_hg = p->hold_b[3].buf;
+    p->w_hc = p->hold_b[4].buf;
+    p->w_hm = p->hold_b[5].buf;
+    p->w_hw = p->hold_b[6].buf;
     Input *in = &p->in;
     in->hn = p->hold_b[0].buf;
     in->hs = p->hold_b[1].buf;
@@ -805,19 +822,22 @@ static int scratch_for(Planner *p, Py_ssize_t h) {
 
 PyDoc_STRVAR(earliest_doc,
              "earliest(h, eligible, skipped, cores_need, cpus, duration, horizon, res, gpn,\n"
-             "         mem, exclusive, need, extra, switches, deadline, has_deadline)\n"
+             "         mem, exclusive, need, extra, switches, deadline, has_deadline, hold_from)\n"
              "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a fixed shape, on\n"
              "the bound plan and its first h holds (skipped: None, or per hold whether the\n"
-             "job's own reservation holds it).");
+             "job's own reservation holds it). When t > hold_from the nodes are also held\n"
+             "(whole-node, for [t, t + duration)) in hold rows h, h + 1, ..., which the\n"
+             "bound columns must have room for.");
 
 static PyObject *planner_earliest(Planner *p, PyObject *args) {
     PyObject *o_elig, *o_skip, *o_cores;
     Input in = p->in;
     Py_ssize_t h;
     long long cpus, gpn, mem, need, extra, switches;
-    if (!PyArg_ParseTuple(args, "nOOOLdddLLpLLLdp", &h, &o_elig, &o_skip, &o_cores, &cpus,
+    double hold_from;
+    if (!PyArg_ParseTuple(args, "nOOOLdddLLpLLLdpd", &h, &o_elig, &o_skip, &o_cores, &cpus,
                           &in.duration, &in.horizon, &in.res, &gpn, &mem, &in.exclusive,
-                          &need, &extra, &switches, &in.deadline, &in.has_deadline))
+                          &need, &extra, &switches, &in.deadline, &in.has_deadline, &hold_from))
         return NULL;
     if (!p->plan_got || (h > 0 && (!p->hold_got || h > p->hold_cap)) || h < 0) {
         PyErr_SetString(PyExc_ValueError, "earliest: bind the plan, and holds for h rows, first");
@@ -866,7 +886,18 @@ static PyObject *planner_earliest(Planner *p, PyObject *args) {
         PyErr_NoMemory();
     } else if (picked == 0) {
         out = Py_NewRef(Py_None);
+    } else if (t > hold_from && h + picked > p->hold_cap) {
+        PyErr_SetString(PyExc_ValueError, "earliest: no room in the hold columns to hold");
     } else {
+        if (t > hold_from) /* as passes._reserve: one whole-node hold per node */
+            for (Py_ssize_t a = 0; a < picked; a++) {
+                Py_ssize_t row = h + a;
+                p->w_hn[row] = p->s.out[a];
+                p->w_hs[row] = t;
+                p->w_he[row] = t + in.duration;
+                p->w_hg[row] = p->w_hc[row] = p->w_hm[row] = 0;
+                p->w_hw[row] = 1;
+            }
         PyObject *nodes = PyTuple_New(picked);
         for (Py_ssize_t a = 0; nodes && a < picked; a++) {
             PyObject *v = PyLong_FromSsize_t(p->s.out[a]);

@@ -47,6 +47,7 @@ from tide.sched.plan import Plan
 from tide.sched.priority import partition_table
 from tide.sched.priority_one import PriorityBasis
 from tide.sched.quota import ledger_for
+from tide.sched.releases import Releases
 from tide.sched.shape import Shape
 from tide.sched.state import Usage
 from tide.sched.types import Allocation, Decisions, PendingInfo, Reason, Snapshot
@@ -132,12 +133,20 @@ class CycleMemo:
         self.order = KeptOrder()  # the pending jobs sorted by `_prio`: kept with it
         self.timed = TimedJobs()  # the pending jobs with a begin time or a switch wait
         self.running = RunningGroups()  # the running jobs the limits count
+        self._releases: Releases | None = None  # `releases`
         self._least: tuple[float, float] = (INF, INF)
         self._states: list[object] = []  # `schedulable`: node states it was computed for
         self._up = b""
         self._schedulable = np.zeros(0, dtype=bool)
         self._states_gen: tuple[int | None, object] = (None, None)  # `schedulable`'s
         self._limit_kinds: tuple[object, int, tuple[bool, bool]] = (None, -1, (False, False))
+
+    def releases(self, n: int) -> Releases:
+        """The running jobs' release table kept between backfill passes
+        (tide.sched.releases), for a cluster of n nodes."""
+        if self._releases is None or self._releases.n != n:
+            self._releases = Releases(n)
+        return self._releases
 
     def validate(self, accounts: AccountTree, usable: np.ndarray) -> None:
         """Forget every context when the accounts or the usable nodes changed."""

@@ -36,6 +36,7 @@ from tide.sched.plan import INF, Plan
 from tide.sched.priority import compute_priorities, order_top, order_tops, priority_order
 from tide.sched.priority_one import job_priority
 from tide.sched.quota import share_with
+from tide.sched.releases import kept_plan
 from tide.sched.reserve import Found, compiled, earliest, earliest_c
 from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
@@ -413,8 +414,7 @@ def backfill_pass(
     held at their earliest start (EASY: only the first of them, and every
     job whose id is in `protected`)."""
     snap, cfg = cyc.snap, cyc.snap.config
-    running = [(r.alloc, max(r.end, snap.now)) for r in snap.running] + cyc.started
-    plan = Plan.build(cyc.ix, cyc.usage, running, snap.now)
+    plan = _plan(cyc)
     if cfg.will_run_batches:
         plan.batch_epoch = cfg.epoch
     add_reservation_holds(cyc, plan)
@@ -453,6 +453,7 @@ def backfill_pass(
             continue
         limit = ctx.shape.time_limit
         holds = not (easy and reserved) or job.id in protected  # (protected: a large job)
+        held = len(plan.holds)
         early = _early(cyc, ctx, plan, horizon) if holds else None
         if cg and _picks_completing(cyc, ctx, plan, cg):
             cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
@@ -472,12 +473,25 @@ def backfill_pass(
             failed[key] = min(failed.get(key, INF), limit)
         cyc.decisions.pending[job.id] = PendingInfo(Reason.RESOURCES)
         if holds:
-            held = len(plan.holds)
             found = _reserve(cyc, ctx, plan, horizon, early)
             reserved |= found is not None
             if closed is not None and found is not None:
                 closed.reserved(held, found[0], found[0] + limit, found[1])
         blocked_reason(cyc, job.id)
+
+
+def _plan(cyc: Cycle) -> Plan:
+    """The pass's plan of the running jobs (those started this cycle too):
+    from the release table kept between passes where the driver keeps its
+    running views (it says so by giving their delta, Snapshot.running_delta;
+    the twin's `deltas` switch turns both off), else built whole."""
+    snap = cyc.snap
+    if snap.running_delta is not None:
+        table = cyc.memo.releases(cyc.ix.n)
+        if table.update(snap.running):
+            return kept_plan(cyc.ix, cyc.usage, table, cyc.started, snap.now)
+    running = [(r.alloc, max(r.end, snap.now)) for r in snap.running] + cyc.started
+    return Plan.build(cyc.ix, cyc.usage, running, snap.now)
 
 
 def _picks_completing(cyc: Cycle, ctx: JobContext, plan: Plan, cg: tuple[Allocation, ...]) -> bool:
@@ -648,13 +662,20 @@ class _Early:
     a placement exists only grows with the nodes that fit): a reservation
     later than now, or none, means the job cannot start now, and the start
     test (numpy placement, ~70 us) is not run. The plan does not change
-    between the two (a failed start test changes nothing)."""
+    between the two (a failed start test changes nothing). Such a job is
+    always held (`holds` in backfill_pass), so the kernel adds those holds
+    itself (reserve.earliest_c's hold_from): `held`. (Not with will-run
+    batches, where _picks_completing reads the plan in between: the kernel
+    does not apply there.)"""
 
-    __slots__ = ("found", "now")
+    __slots__ = ("found", "held", "now")
 
     def __init__(self, found: Found | None, now: float) -> None:
         self.found = found
         self.now = found is not None and found[0] <= now  # it may start now
+        # the kernel held a start later than now already: only a job that does
+        # not start can have one, and every such job is held
+        self.held = found is not None and not self.now
 
 
 def _early(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> _Early | None:
@@ -663,9 +684,10 @@ def _early(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> _Early | 
     if len(ctx.eligible) != 1 or not compiled(plan, ctx):
         return None
     res = cyc.snap.config.bf_resolution
+    now = cyc.snap.now
     found = earliest_c(cyc.ix, plan, ctx.shape, ctx.eligible[0], ctx.reservation, horizon, res,
-                       ctx.job.request.switches, ctx.switch_deadline)  # fmt: skip
-    return _Early(found, cyc.snap.now)
+                       ctx.job.request.switches, ctx.switch_deadline, hold_from=now)  # fmt: skip
+    return _Early(found, now)
 
 
 def _reserve(
@@ -682,8 +704,9 @@ def _reserve(
             continue
         t, nodes = found
         end = t + ctx.shape.time_limit
-        for node in nodes:  # node-granular, like Slurm's backfill map
-            plan.hold(node, t, end)
+        if early is None or not early.held:
+            for node in nodes:  # node-granular, like Slurm's backfill map
+                plan.hold(node, t, end)
         cyc.decisions.pending[ctx.job.id] = PendingInfo(Reason.RESOURCES, t, nodes)
         return found
     return None

@@ -48,8 +48,8 @@ class Holds:
 
     def __init__(self) -> None:
         self._n = 0
-        self._data = {name: np.zeros(16, dtype=dt) for name, dt in self._COLS}
-        self._data["plain"] = np.zeros(16, dtype=bool)  # tag == "", kept as holds come
+        self._data = {name: _column(dt, 16) for name, dt in self._COLS}
+        self._data["plain"] = _column(bool, 16, True)  # tag == "", kept as holds come
         self._views: tuple[np.ndarray, ...] | None = None  # `arrays` until the next add
         self.grown = 0  # times the columns were replaced by larger ones (a C binding rebinds)
 
@@ -64,12 +64,7 @@ class Holds:
         whole: bool,
         tag: str = "",
     ) -> None:
-        if self._n == len(self._data["node"]):
-            for name, col in self._data.items():
-                grown = np.zeros(2 * len(col), dtype=col.dtype)
-                grown[: self._n] = col
-                self._data[name] = grown
-            self.grown += 1
+        self.make_room(1)
         d, k = self._data, self._n  # one store per column (a pass adds hundreds)
         d["node"][k] = node
         d["start"][k] = start
@@ -81,6 +76,27 @@ class Holds:
         d["tag"][k] = tag
         d["plain"][k] = tag == ""
         self._n += 1
+        self._views = None
+
+    def make_room(self, rows: int) -> None:
+        """Room for `rows` more holds (the columns doubled as needed). Rows not
+        yet added read as untagged holds ("", plain): the C kernel writes a
+        reservation's holds into them (tide.sched.reserve.earliest_c), then
+        `taken` counts them."""
+        size = len(self._data["node"])
+        if self._n + rows <= size:
+            return
+        while self._n + rows > size:
+            size *= 2
+        for name, col in self._data.items():
+            grown = _column(col.dtype, size, name == "plain")
+            grown[: self._n] = col[: self._n]
+            self._data[name] = grown
+        self.grown += 1
+
+    def taken(self, rows: int) -> None:
+        """The next `rows` holds were written into the columns in place."""
+        self._n += rows
         self._views = None
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -104,6 +120,13 @@ class Holds:
 
     def __len__(self) -> int:
         return self._n
+
+
+def _column(dtype: object, size: int, plain: bool = False) -> np.ndarray:
+    """A hold column; a tag column of "" (untagged) and `plain` filled True."""
+    if np.dtype(dtype) == object:  # type: ignore[call-overload]
+        return np.full(size, "", dtype=object)
+    return np.full(size, plain, dtype=dtype) if plain else np.zeros(size, dtype=dtype)  # type: ignore[call-overload]
 
 
 @dataclass(slots=True)
@@ -144,40 +167,8 @@ class Plan:
             for alloc, end in running
             for na in alloc.nodes
         ]
-        n = ix.n
-        if not rows:
-            # three arrays, not one
-            zero_g, zero_c, zero_m = (np.zeros((n, 1), dtype=np.int64) for _ in range(3))
-            return cls(
-                ix,
-                now,
-                *_free_arrays(usage, share),
-                np.full((n, 1), INF),
-                zero_g,
-                zero_c,
-                zero_m,
-                np.array([]),
-                live=share,
-            )
-        # from one flat iterator: half the time of np.array on a list of tuples
-        flat = chain.from_iterable(rows)
-        arr = np.fromiter(flat, dtype=np.float64, count=5 * len(rows)).reshape(-1, 5)
-        order = np.lexsort((arr[:, 1], arr[:, 0]))
-        arr = arr[order]
-        nodes = arr[:, 0].astype(np.int64)
-        counts = np.bincount(nodes, minlength=n)
-        k = int(counts.max())
-        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        col = np.arange(len(nodes)) - first[nodes]
-        rel_t = np.full((n, k), INF)
-        rel_t[nodes, col] = np.maximum(arr[:, 1], now)
-        amounts = []
-        for j in (2, 3, 4):
-            m = np.zeros((n, k), dtype=np.int64)
-            m[nodes, col] = arr[:, j].astype(np.int64)
-            amounts.append(np.cumsum(m, axis=1))
+        rel_t, rel_g, rel_c, rel_m = release_table(rows, ix.n, now)
         times = np.unique(rel_t[np.isfinite(rel_t)])
-        rel_g, rel_c, rel_m = amounts
         return cls(ix, now, *_free_arrays(usage, share), rel_t, rel_g, rel_c, rel_m, times,
                    live=share)  # fmt: skip
 
@@ -513,6 +504,35 @@ def past_holds(
     done = np.maximum(ready[nodes[first]], upto[last])  # the sweep passed every interval
     out[nodes[first]] = np.where(at < h, x[np.minimum(at, h - 1)], done)
     return out
+
+
+def release_table(
+    rows: list[tuple[int, float, int, int, int]], n: int, now: float, width: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows (node, end, GPUs, cores, memory) as n nodes' releases: times
+    sorted per node (not before now, +inf padded to at least `width`
+    columns) and the amounts released by each, cumulative."""
+    if not rows:
+        zero_g, zero_c, zero_m = (np.zeros((n, width), dtype=np.int64) for _ in range(3))
+        return np.full((n, width), INF), zero_g, zero_c, zero_m
+    # from one flat iterator: half the time of np.array on a list of tuples
+    flat = chain.from_iterable(rows)
+    arr = np.fromiter(flat, dtype=np.float64, count=5 * len(rows)).reshape(-1, 5)
+    order = np.lexsort((arr[:, 1], arr[:, 0]))
+    arr = arr[order]
+    nodes = arr[:, 0].astype(np.int64)
+    counts = np.bincount(nodes, minlength=n)
+    k = max(int(counts.max()), width)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    col = np.arange(len(nodes)) - first[nodes]
+    rel_t = np.full((n, k), INF)
+    rel_t[nodes, col] = np.maximum(arr[:, 1], now)
+    amounts = []
+    for j in (2, 3, 4):
+        m = np.zeros((n, k), dtype=np.int64)
+        m[nodes, col] = arr[:, j].astype(np.int64)
+        amounts.append(np.cumsum(m, axis=1))
+    return rel_t, amounts[0], amounts[1], amounts[2]
 
 
 def _sorted_distinct(times: np.ndarray) -> np.ndarray:

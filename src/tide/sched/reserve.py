@@ -24,7 +24,7 @@ import numpy as np
 from tide.sched.eligibility import JobContext
 from tide.sched.index import ClusterIndex
 from tide.sched.placement import node_cores, select_by_capacity, select_nodes
-from tide.sched.plan import Plan
+from tide.sched.plan import INF, Plan
 from tide.sched.shape import Shape
 
 try:
@@ -88,11 +88,17 @@ def earliest_c(
     res: int,
     switches: int | None = None,
     deadline: float | None = None,
+    hold_from: float = INF,
 ) -> Found | None:
     """earliest_py for a job kernel_applies to, in C (switches, deadline: its
-    --switches and when they stop binding, as JobContext.max_leaves)."""
-    planner = _planner(ix, plan)
+    --switches and when they stop binding, as JobContext.max_leaves). A
+    start found later than `hold_from` is also held in the plan, as
+    passes._reserve holds it (each node whole for the job's window), by the
+    kernel: one call, no hold added from Python per node."""
     holds = plan.holds
+    if hold_from < INF:
+        holds.make_room(shape.nodes_max)
+    planner = _planner(ix, plan)
     skipped = holds.arrays()[7] == skip if skip else None
     got = planner.earliest(
         len(holds),
@@ -111,7 +117,10 @@ def earliest_c(
         -1 if switches is None else switches,
         0.0 if deadline is None else float(deadline),
         deadline is not None,
+        hold_from,
     )  # fmt: skip
+    if got is not None and got[0] > hold_from:
+        holds.taken(len(got[1]))
     return got  # type: ignore[no-any-return]
 
 
