@@ -31,6 +31,8 @@ try:
     from tide.sched import _plan as _kernel
 except ImportError:  # not built: numpy only
     _kernel = None
+if _kernel is not None and not hasattr(_kernel, "Planner"):  # an older build: rebuild it
+    _kernel = None
 
 Found = tuple[float, tuple[int, ...]]  # start time, nodes
 
