@@ -19,6 +19,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF /* gcc takes -ffp-contract=off (setup.py) */
@@ -561,6 +562,22 @@ static int scratch_alloc(Scratch *s, Py_ssize_t n, Py_ssize_t h, Py_ssize_t n_le
                : -1;
 }
 
+/* Whether the job could fit at now in the start test's terms
+ * (passes.try_start_now): nodes ready now by the releases alone (not pushed
+ * past whole holds as hold_aware does, whose `start - duration < now` may
+ * round otherwise than free_at's `start < now + duration`), then fit_at's own
+ * hold test (free_at's form) and the placement. Every node the start test
+ * could use passes, so 0 means it cannot start now. Overwrites s->r, s->out. */
+static int fits_now(const Input *in, Scratch *s) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < in->n; i++)
+        count += in->eligible[i] && in->ready[i] <= in->now;
+    if (count < in->need)
+        return 0;
+    memcpy(s->r, in->ready, (size_t)in->n * sizeof(double));
+    return try_at(in, s, in->now, ++s->stamp) > 0;
+}
+
 /* --- the Planner: one pass's plan, bound once -------------------------------- */
 
 enum { N_NODE_COLS = 7, N_PLAN_COLS = 7, N_HOLD_COLS = 7, N_READY = 8 };
@@ -587,6 +604,7 @@ typedef struct {
     Py_ssize_t scratch_h; /* holds the scratch has room for; -1: none */
     ReadyMemo memo[N_READY];
     int memo_next;
+    int fits_now; /* the last earliest call's: see its doc */
 } Planner;
 
 static void release_all(Py_buffer *b, int *got) {
@@ -825,9 +843,11 @@ PyDoc_STRVAR(earliest_doc,
              "         mem, exclusive, need, extra, switches, deadline, has_deadline, hold_from)\n"
              "-> (t, nodes) or None: tide.sched.reserve.earliest_py for a fixed shape, on\n"
              "the bound plan and its first h holds (skipped: None, or per hold whether the\n"
-             "job's own reservation holds it). When t > hold_from the nodes are also held\n"
-             "(whole-node, for [t, t + duration)) in hold rows h, h + 1, ..., which the\n"
-             "bound columns must have room for.");
+             "job's own reservation holds it). With a finite hold_from (the plan's now),\n"
+             "`fits_now` then says whether the job may start now (1 when t is now; else\n"
+             "whether it fits at now in the start test's terms), and when it may not and\n"
+             "t > hold_from the nodes are also held (whole-node, for [t, t + duration))\n"
+             "in hold rows h, h + 1, ..., which the bound columns must have room for.");
 
 static PyObject *planner_earliest(Planner *p, PyObject *args) {
     PyObject *o_elig, *o_skip, *o_cores;
@@ -882,23 +902,14 @@ static PyObject *planner_earliest(Planner *p, PyObject *args) {
     }
     double t = 0;
     Py_ssize_t picked = earliest(&in, &p->s, &t);
+    p->fits_now = 1;
     if (picked < 0) {
         PyErr_NoMemory();
-    } else if (picked == 0) {
-        out = Py_NewRef(Py_None);
-    } else if (t > hold_from && h + picked > p->hold_cap) {
-        PyErr_SetString(PyExc_ValueError, "earliest: no room in the hold columns to hold");
-    } else {
-        if (t > hold_from) /* as passes._reserve: one whole-node hold per node */
-            for (Py_ssize_t a = 0; a < picked; a++) {
-                Py_ssize_t row = h + a;
-                p->w_hn[row] = p->s.out[a];
-                p->w_hs[row] = t;
-                p->w_he[row] = t + in.duration;
-                p->w_hg[row] = p->w_hc[row] = p->w_hm[row] = 0;
-                p->w_hw[row] = 1;
-            }
-        PyObject *nodes = PyTuple_New(picked);
+        goto done;
+    }
+    PyObject *nodes = NULL;
+    if (picked > 0) {
+        nodes = PyTuple_New(picked);
         for (Py_ssize_t a = 0; nodes && a < picked; a++) {
             PyObject *v = PyLong_FromSsize_t(p->s.out[a]);
             if (!v) {
@@ -907,9 +918,26 @@ static PyObject *planner_earliest(Planner *p, PyObject *args) {
             }
             PyTuple_SET_ITEM(nodes, a, v);
         }
-        if (nodes)
-            out = Py_BuildValue("(dN)", t, nodes);
+        if (!nodes)
+            goto done;
     }
+    if (hold_from < INFINITY && (picked == 0 || t > in.now)) /* overwrites s.out */
+        p->fits_now = fits_now(&in, &p->s);
+    int holding = picked > 0 && t > hold_from && !p->fits_now;
+    if (holding && h + picked > p->hold_cap) {
+        PyErr_SetString(PyExc_ValueError, "earliest: no room in the hold columns to hold");
+        Py_DECREF(nodes);
+        goto done;
+    }
+    for (Py_ssize_t a = 0; holding && a < picked; a++) { /* as passes._reserve: each node whole */
+        Py_ssize_t row = h + a;
+        p->w_hn[row] = PyLong_AsSsize_t(PyTuple_GET_ITEM(nodes, a));
+        p->w_hs[row] = t;
+        p->w_he[row] = t + in.duration;
+        p->w_hg[row] = p->w_hc[row] = p->w_hm[row] = 0;
+        p->w_hw[row] = 1;
+    }
+    out = nodes ? Py_BuildValue("(dN)", t, nodes) : Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&b_elig);
     PyBuffer_Release(&b_cores);
@@ -917,6 +945,12 @@ done:
         PyBuffer_Release(&b_skip);
     return out;
 }
+
+static PyMemberDef planner_members[] = {
+    {"fits_now", T_INT, offsetof(Planner, fits_now), READONLY,
+     "whether the job of the last earliest call may start now (see earliest)"},
+    {NULL, 0, 0, 0, NULL},
+};
 
 static PyMethodDef planner_methods[] = {
     {"bind_plan", (PyCFunction)planner_bind_plan, METH_VARARGS, bind_plan_doc},
@@ -946,6 +980,7 @@ static PyTypeObject PlannerType = {
     .tp_init = (initproc)planner_init,
     .tp_dealloc = (destructor)planner_dealloc,
     .tp_methods = planner_methods,
+    .tp_members = planner_members,
 };
 
 static struct PyModuleDef module = {

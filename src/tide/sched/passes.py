@@ -37,7 +37,7 @@ from tide.sched.priority import compute_priorities, order_top, order_tops, prior
 from tide.sched.priority_one import job_priority
 from tide.sched.quota import share_with
 from tide.sched.releases import kept_plan
-from tide.sched.reserve import Found, compiled, earliest, earliest_c
+from tide.sched.reserve import Found, compiled, earliest, reserve_c
 from tide.sched.shape import Shape, time_limit
 from tide.sched.types import Allocation, NodeAlloc, PendingInfo, Reason, Start
 
@@ -656,26 +656,27 @@ def _hold_started(cyc: Cycle, plan: Plan) -> None:
 
 class _Early:
     """A job's reservation found before its start test, by the C kernel on its
-    one set of eligible nodes. The kernel tests `now` first whenever enough
-    nodes are ready then, with every node try_start_now could use counted in
-    (its capacity after holds is within the kernel's fit at now, and whether
-    a placement exists only grows with the nodes that fit): a reservation
-    later than now, or none, means the job cannot start now, and the start
-    test (numpy placement, ~70 us) is not run. The plan does not change
-    between the two (a failed start test changes nothing). Such a job is
-    always held (`holds` in backfill_pass), so the kernel adds those holds
-    itself (reserve.earliest_c's hold_from): `held`. (Not with will-run
-    batches, where _picks_completing reads the plan in between: the kernel
-    does not apply there.)"""
+    one set of eligible nodes, and whether the job may start now: its start
+    is now, or the kernel's fit at now in the start test's own terms
+    (reserve.reserve_c: ready by releases alone, free_at's hold test) finds
+    a place. Every node try_start_now could use is in that fit (its capacity
+    after holds is within it, and whether a placement exists only grows with
+    the nodes that fit), so where it finds none the job cannot start now and
+    the start test (numpy placement, ~70 us) is not run. The plan does not
+    change between the two (a failed start test changes nothing). A job that
+    may not start is always held (`holds` in backfill_pass), so the kernel
+    holds its start itself: `held`. (Not with will-run batches, where
+    _picks_completing reads the plan in between: the kernel does not apply
+    there.)"""
 
     __slots__ = ("found", "held", "now")
 
-    def __init__(self, found: Found | None, now: float) -> None:
+    def __init__(self, found: Found | None, may_start: bool) -> None:
         self.found = found
-        self.now = found is not None and found[0] <= now  # it may start now
-        # the kernel held a start later than now already: only a job that does
-        # not start can have one, and every such job is held
-        self.held = found is not None and not self.now
+        self.now = may_start
+        # the kernel held the start found already: a job that may not start now
+        # is always held
+        self.held = found is not None and not may_start
 
 
 def _early(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> _Early | None:
@@ -684,10 +685,10 @@ def _early(cyc: Cycle, ctx: JobContext, plan: Plan, horizon: float) -> _Early | 
     if len(ctx.eligible) != 1 or not compiled(plan, ctx):
         return None
     res = cyc.snap.config.bf_resolution
-    now = cyc.snap.now
-    found = earliest_c(cyc.ix, plan, ctx.shape, ctx.eligible[0], ctx.reservation, horizon, res,
-                       ctx.job.request.switches, ctx.switch_deadline, hold_from=now)  # fmt: skip
-    return _Early(found, now)
+    req = ctx.job.request
+    found, may_start = reserve_c(cyc.ix, plan, ctx.shape, ctx.eligible[0], ctx.reservation,
+                                 horizon, res, req.switches, ctx.switch_deadline)  # fmt: skip
+    return _Early(found, may_start)
 
 
 def _reserve(

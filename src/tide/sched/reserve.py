@@ -90,16 +90,52 @@ def earliest_c(
     res: int,
     switches: int | None = None,
     deadline: float | None = None,
-    hold_from: float = INF,
 ) -> Found | None:
     """earliest_py for a job kernel_applies to, in C (switches, deadline: its
-    --switches and when they stop binding, as JobContext.max_leaves). A
-    start found later than `hold_from` is also held in the plan, as
+    --switches and when they stop binding, as JobContext.max_leaves)."""
+    got, _ = _earliest(ix, plan, shape, eligible, skip, horizon, res, switches, deadline, INF)
+    return got
+
+
+def reserve_c(
+    ix: ClusterIndex,
+    plan: Plan,
+    shape: Shape,
+    eligible: np.ndarray,
+    skip: str | None,
+    horizon: float,
+    res: int,
+    switches: int | None = None,
+    deadline: float | None = None,
+) -> tuple[Found | None, bool]:
+    """earliest_c for a job that the backfill pass holds unless it starts now:
+    its reservation, and whether it may start now (its start is now, or it
+    fits at now in the start test's own terms: the kernel's fits_now). When
+    it may not, the reservation found is already held in the plan, as
     passes._reserve holds it (each node whole for the job's window), by the
     kernel: one call, no hold added from Python per node."""
+    plan.holds.make_room(shape.nodes_max)
+    now = float(plan.now)
+    got, may = _earliest(ix, plan, shape, eligible, skip, horizon, res, switches, deadline, now)
+    if got is not None and not may:
+        plan.holds.taken(len(got[1]))
+    return got, may
+
+
+def _earliest(
+    ix: ClusterIndex,
+    plan: Plan,
+    shape: Shape,
+    eligible: np.ndarray,
+    skip: str | None,
+    horizon: float,
+    res: int,
+    switches: int | None,
+    deadline: float | None,
+    hold_from: float,
+) -> tuple[Found | None, bool]:
+    """The kernel's call: its reservation and fits_now."""
     holds = plan.holds
-    if hold_from < INF:
-        holds.make_room(shape.nodes_max)
     planner = _planner(ix, plan)
     skipped = holds.arrays()[7] == skip if skip else None
     got = planner.earliest(
@@ -121,9 +157,7 @@ def earliest_c(
         deadline is not None,
         hold_from,
     )  # fmt: skip
-    if got is not None and got[0] > hold_from:
-        holds.taken(len(got[1]))
-    return got  # type: ignore[no-any-return]
+    return got, bool(planner.fits_now)
 
 
 class _Binding:
