@@ -89,7 +89,7 @@ STEER_MODES = ("large", "all", "overrun")
 
 class TidePolicy:
     name = "tide"
-    capabilities = Capabilities(predictions=True)
+    capabilities = Capabilities(predictions=True, idle_quiet=True)
 
     def __init__(
         self,
@@ -133,7 +133,9 @@ class TidePolicy:
         self.guard_big = guard_big
         self.guard_nodes = guard_nodes
         self.steer = steer
-        self.capabilities = Capabilities(predictions=predict, predictor=predictor)
+        # an empty queue's cycle decides nothing and leaves only caches behind
+        # (the planned copies it prunes are rebuilt equal): idle_quiet
+        self.capabilities = Capabilities(predictions=predict, predictor=predictor, idle_quiet=True)
         self._copies: dict[int, tuple] = {}  # planned context copies, kept between cycles
         # id(a copy's shape) -> (that shape, the job's real limit), for steering
         self._real: dict[int, tuple[Shape, int]] = {}
