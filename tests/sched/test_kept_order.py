@@ -35,6 +35,41 @@ def test_put_and_remove_keep_the_keys_sorted(ops) -> None:  # type: ignore[no-un
     assert [j.id for j in kept.jobs] == kept.ids
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=400), st.randoms(use_true_random=False))
+def test_a_drain_from_the_head_keeps_the_order(moves, rnd) -> None:  # type: ignore[no-untyped-def]
+    """Mostly the first job out (a backlog draining: the head moves, a dead
+    head is cut), sometimes one before every job in or one anywhere out;
+    the jobs read as a list: indexed from both ends, sliced, iterated."""
+    kept, want = KeptOrder(), {}
+    for jid in range(300):
+        key = (rnd.randint(-50, 50), 0.0, jid)
+        kept.put(key, job(jid))
+        want[jid] = key
+    fresh = 1000
+    for move in moves:
+        ordered = sorted(want.values())
+        if move == 0 and ordered:  # a new job before every kept one
+            fresh += 1
+            key = (ordered[0][0] - 1, 0.0, fresh)
+            kept.put(key, job(fresh))
+            want[fresh] = key
+        elif move == 1 and ordered:  # one anywhere out
+            gone = rnd.choice(ordered)[2]
+            kept.remove(gone)
+            del want[gone]
+        elif ordered:  # the first out
+            kept.remove(ordered[0][2])
+            del want[ordered[0][2]]
+        assert len(kept) == len(want) and (not want or kept.jobs[0].id == min(want.values())[2])
+    ids = [k[2] for k in sorted(want.values())]
+    jobs = kept.jobs
+    assert kept.ids == ids == [j.id for j in jobs] and len(kept) == len(jobs) == len(ids)
+    if ids:
+        assert jobs[0].id == ids[0] and jobs[-1].id == ids[-1]
+        assert [j.id for j in jobs[1:3]] == ids[1:3]
+
+
 # one step between two cycles: ("add", gpus, submit, user), ("remove", pick),
 # ("requeue", pick), ("eligible", pick, at), ("hold", pick), ("resize", pick, gpus),
 # ("time", seconds)

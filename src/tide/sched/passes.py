@@ -85,7 +85,7 @@ def priorities(cyc: Cycle) -> Sequence[int]:
     return order
 
 
-def _same_few(jobs: Sequence[Job], kept: list[Job]) -> bool:
+def _same_few(jobs: Sequence[Job], kept: Sequence[Job]) -> bool:
     """A few pending jobs already in the kept order (one new job on an empty
     queue): the snapshot needs no copy with them reordered."""
     return len(jobs) <= FEW and all(a is b for a, b in zip(jobs, kept, strict=True))
