@@ -129,7 +129,11 @@ def test_two_node_failures_behind_a_whole_cluster_job() -> None:
     default engine starts job 13 (submitted 474) at 4500 where the every-pass
     engine starts it at 2370, after n03 failed at 249 (repaired at 353) and
     n01 at 539 (repaired at 2339); skip_quiet=False alone makes them equal,
-    and either failure alone does too. The futile skip never fires here."""
+    and either failure alone does too. The futile skip never fires here.
+    Cause: backfill rounds reservation times up to bf_resolution from the
+    pass's time (plan._round_up), and ticks 30 s apart with a 60-s resolution
+    round differently: the tick at 2370 fits the job before the EASY
+    reservation where the quiet pass at 2340 did not (res 1: equal)."""
     c = {"nodes": 3, "gpus": 8, "calc": 1, "window": 60, "leaf": 2, "interval": 30,
          "backfill": "easy", "age": 1000, "fs": 0, "limits": False, "res": 60, "test": 1000,
          "preempt": ""}  # fmt: skip
