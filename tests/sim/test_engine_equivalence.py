@@ -122,8 +122,6 @@ def test_a_backlog_behind_a_full_cluster_equals_the_plain_engine(c: dict, backlo
     assert_same({**c, "preempt": ""}, whole_cluster_first(c, backlog), [])
 
 
-@pytest.mark.xfail(strict=True, reason="quiet-pass skip (skip_quiet) misses a start after two "
-                   "node failures; predates skip_futile (cda9515 fails too)")  # fmt: skip
 def test_two_node_failures_behind_a_whole_cluster_job() -> None:
     """Found by the property test above with node failures drawn: slurm's
     default engine starts job 13 (submitted 474) at 4500 where the every-pass

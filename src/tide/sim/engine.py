@@ -583,7 +583,24 @@ class Engine:
         else:
             self._pass(now, backfill)
         if backfill and self._skips and not (self.suspended or self.preempting or self.passes):
-            self._quiet = (version, self._next_recalc()) if self._version == version else None
+            until = min(self._next_recalc(), self._next_grid(now))
+            self._quiet = (version, until) if self._version == version else None
+
+    def _next_grid(self, now: float) -> float:
+        """The first time >= now at which a release time lies on now's
+        bf_resolution grid (now itself when one does). The plan rounds each
+        future time t to now + ceil((t - now) / res) * res (plan._round_up):
+        t itself on the grid, t + (a part of res) just past it, and will-run
+        batches move that to the next batch end; a pass there plans other
+        reservations than the quiet one, so the quiet stops there."""
+        res = self.config.bf_resolution
+        if res <= 1:
+            return math.inf
+        gap = math.inf
+        for run in self.active.runs.values():  # the ends the core plans with
+            if now < run.end < math.inf:
+                gap = min(gap, (run.end - now) % res)
+        return now + gap
 
     def _futile_now(self) -> bool:
         """Whether the pass due now can decide nothing (tide.sched.futile):
