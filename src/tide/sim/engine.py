@@ -583,8 +583,9 @@ class Engine:
         else:
             self._pass(now, backfill)
         if backfill and self._skips and not (self.suspended or self.preempting or self.passes):
-            until = min(self._next_recalc(), self._next_grid(now))
-            self._quiet = (version, until) if self._version == version else None
+            self._quiet = None
+            if self._version == version:  # quiet; the grid walks the running jobs: only then
+                self._quiet = (version, min(self._next_recalc(), self._next_grid(now)))
 
     def _next_grid(self, now: float) -> float:
         """The first time >= now at which a release time lies on now's
